@@ -1,0 +1,1 @@
+"""Adapters: third-party implementations wrapped to the contract, each declaring its convention."""
