@@ -6,6 +6,15 @@ from nanolm_core.model import Block, PostNormBlock, Transformer
 from nanolm_core.modules import LayerNorm, ReLUFFN, RMSNorm, SwiGLU
 
 __all__ = [
-    "CONFIGS", "Attention", "Block", "LayerNorm", "ModelConfig", "PostNormBlock", "ReLUFFN", "RMSNorm",
-    "SwiGLU", "Transformer", "default_ffn_dim",
+    "CONFIGS",
+    "Attention",
+    "Block",
+    "LayerNorm",
+    "ModelConfig",
+    "PostNormBlock",
+    "RMSNorm",
+    "ReLUFFN",
+    "SwiGLU",
+    "Transformer",
+    "default_ffn_dim",
 ]

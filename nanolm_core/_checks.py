@@ -26,3 +26,12 @@ def check_features(
 def upcast_dtype(dtype: torch.dtype) -> torch.dtype:
     """Compute precision of the reference: fp64 stays fp64, everything else is computed in fp32."""
     return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def check_sequence(x: torch.Tensor, dim: int, max_seq_len: int, who: str, weight: torch.Tensor) -> None:
+    """x must be (B, T, dim) with T ≤ max_seq_len, floating, on ``weight``'s device and dtype."""
+    check_features(x, dim, who, weight, same_dtype=True)
+    if x.dim() != 3:
+        raise ValueError(f"{who}: input must have rank 3 (B, T, D), got shape {tuple(x.shape)}")
+    if x.shape[1] > max_seq_len:
+        raise ValueError(f"{who}: sequence length T={x.shape[1]} exceeds max_seq_len={max_seq_len}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from nanolm_core._checks import check_features, upcast_dtype
+from nanolm_core._checks import check_sequence, upcast_dtype
 from nanolm_core.config import ModelConfig
 
 __all__ = ["Attention", "apply_rope", "rope_cos_sin", "rotate_half"]
@@ -52,6 +52,7 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         cfg = self.config
+        check_sequence(x, cfg.dim, cfg.max_seq_len, "Attention", self.wq.weight)
         B, T, _ = x.shape
         H, G, K = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         c = upcast_dtype(x.dtype)
@@ -67,10 +68,3 @@ class Attention(nn.Module):
         probs = torch.softmax(scores, dim=-1)  # subtracts the row max internally
         heads = (probs @ v).transpose(1, 2).reshape(B, T, H * K)  # (B, T, H·K)
         return self.wo(heads.to(x.dtype))
-
-    def check_input(self, x: torch.Tensor) -> None:
-        check_features(x, self.config.dim, "Attention", self.wq.weight, same_dtype=True)
-        if x.dim() != 3:
-            raise ValueError(f"Attention: input must have rank 3 (B, T, D), got shape {tuple(x.shape)}")
-        if x.shape[1] > self.config.max_seq_len:
-            raise ValueError(f"Attention: sequence length T={x.shape[1]} exceeds max_seq_len={self.config.max_seq_len}")

@@ -73,8 +73,19 @@ class ModelConfig:
 CONFIGS: dict[str, ModelConfig] = {
     "tiny": ModelConfig(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=256, max_seq_len=128),
     "small": ModelConfig(dim=256, n_layers=4, n_heads=8, n_kv_heads=2, vocab_size=1024, max_seq_len=512),
-    "llama-7b": ModelConfig(dim=4096, n_layers=32, n_heads=32, n_kv_heads=32, vocab_size=32000, max_seq_len=4096,
-                            tie_embeddings=False),
-    "llama3-8b": ModelConfig(dim=4096, n_layers=32, n_heads=32, n_kv_heads=8, vocab_size=128256, max_seq_len=8192,
-                             rope_theta=500000.0, norm_eps=1e-5, ffn_dim=14336, tie_embeddings=False),
+    "llama-7b": ModelConfig(
+        dim=4096, n_layers=32, n_heads=32, n_kv_heads=32, vocab_size=32000, max_seq_len=4096, tie_embeddings=False
+    ),
+    "llama3-8b": ModelConfig(
+        dim=4096,
+        n_layers=32,
+        n_heads=32,
+        n_kv_heads=8,
+        vocab_size=128256,
+        max_seq_len=8192,
+        rope_theta=500000.0,
+        norm_eps=1e-5,
+        ffn_dim=14336,
+        tie_embeddings=False,
+    ),
 }

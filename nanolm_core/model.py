@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from nanolm_core._checks import check_sequence
 from nanolm_core.attention import Attention
 from nanolm_core.config import ModelConfig
 from nanolm_core.modules import RMSNorm, SwiGLU
@@ -28,7 +29,7 @@ class Block(nn.Module):
         self.ffn = SwiGLU(config.dim, config.ffn_dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.attn.check_input(x)
+        check_sequence(x, self.attn.config.dim, self.attn.config.max_seq_len, type(self).__name__, self.attn.wq.weight)
         h = x + self.attn(self.attn_norm(x))  # (B, T, D)
         return h + self.ffn(self.ffn_norm(h))
 
@@ -40,7 +41,7 @@ class PostNormBlock(Block):
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.attn.check_input(x)
+        check_sequence(x, self.attn.config.dim, self.attn.config.max_seq_len, type(self).__name__, self.attn.wq.weight)
         h = self.attn_norm(x + self.attn(x))
         return self.ffn_norm(h + self.ffn(h))
 
@@ -63,8 +64,9 @@ class Transformer(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         if tokens.dtype not in (torch.int64, torch.int32) or tokens.dim() != 2:
-            raise TypeError(f"Transformer: tokens must be an int tensor of shape (B, T), got {tokens.dtype} "
-                            f"{tuple(tokens.shape)}")
+            raise TypeError(
+                f"Transformer: tokens must be an int tensor of shape (B, T), got {tokens.dtype} {tuple(tokens.shape)}"
+            )
         x = self.embed(tokens)  # (B, T, D)
         for layer in self.layers:
             x = layer(x)

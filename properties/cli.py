@@ -11,11 +11,11 @@ import importlib
 import sys
 
 SUBCOMMANDS = (
-    "properties.check",      # check IMPL: run the laws, print the verdict, write the JSON report
-    "properties.compare",    # compare IMPL...: side-by-side Markdown + HTML
-    "properties.teach",      # pitfalls [NAME]: the gallery, explained
-    "properties.plots",      # plot ...: the docs' figures
-    "golden.cli",            # golden verify|regen|bench
+    "properties.check",  # check IMPL: run the laws, print the verdict, write the JSON report
+    "properties.compare",  # compare IMPL...: side-by-side Markdown + HTML
+    "properties.teach",  # pitfalls [NAME]: the gallery, explained
+    "properties.plots",  # plot ...: the docs' figures
+    "golden.cli",  # golden verify|regen|bench
 )
 
 

@@ -19,8 +19,15 @@ from types import ModuleType
 from typing import Any
 
 __all__ = [
-    "ADAPTERS", "COMPONENTS", "DEFAULT_IMPL", "ENV_VAR", "Implementation", "ImplementationError", "NotProvided",
-    "load", "resolve_spec",
+    "ADAPTERS",
+    "COMPONENTS",
+    "DEFAULT_IMPL",
+    "ENV_VAR",
+    "Implementation",
+    "ImplementationError",
+    "NotProvided",
+    "load",
+    "resolve_spec",
 ]
 
 COMPONENTS = ("RMSNorm", "SwiGLU", "Block")

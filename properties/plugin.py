@@ -12,8 +12,11 @@ from properties.impl import ENV_VAR, ImplementationError, load, resolve_spec
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("nanolm-verify")
-    group.addoption("--impl", default=None, help=f"implementation to check (module, .py path or adapter id); "
-                    f"overrides ${ENV_VAR}; default nanolm_core")
+    group.addoption(
+        "--impl",
+        default=None,
+        help=f"implementation to check (module, .py path or adapter id); overrides ${ENV_VAR}; default nanolm_core",
+    )
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,1 @@
+"""Test suite: conformance laws against the selected implementation, and self-tests."""

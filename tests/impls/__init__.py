@@ -1,0 +1,1 @@
+"""Small implementations used by the self-tests (course mistakes, partial modules, broken modules)."""

@@ -1,0 +1,3 @@
+"""Defines none of RMSNorm, SwiGLU, Block: a usage error."""
+
+VALUE = 1
