@@ -1,0 +1,104 @@
+"""Adapter ``liger``: LinkedIn's Liger Triton kernels wrapped to the contract (CUDA only).
+
+- RMSNorm: ``LigerRMSNorm(dim, eps, offset=0.0, casting_mode="llama")``.
+- SwiGLU: ``LigerSwiGLUMLP`` (fused ``silu(gate) ⊙ up`` kernel) on contract-named weights.
+- Block: not provided (Liger patches whole HF models, it has no decoder layer of its own).
+
+Liger's kernels are Triton and need a CUDA device; ``liger_kernel`` itself is imported lazily (only when a
+component is constructed), so importing this module never fails: on a machine without CUDA or without the
+package, ``SKIP_REASON`` says why and every law is skipped with that reason.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import types
+from typing import Any
+
+import torch
+from torch import nn
+
+from properties.adapters import call_with, hide
+
+__all__ = ["CONVENTIONS", "SKIP_REASON", "RMSNorm", "SwiGLU", "skip_reason"]
+
+CASTING_MODE = "llama"
+
+CONVENTIONS = {
+    "RMSNorm": {
+        "formula": "y = w · fl(x · rsqrt(mean(x²) + eps))",
+        "rounding": f"casting_mode={CASTING_MODE!r}: rstd in fp32, x·rstd rounded to the input dtype, then ·w "
+                    "(two roundings, as HF Llama)",
+        "compute_dtype": "fp32 reduction inside the Triton kernel",
+        "eps_default": 1e-6,
+        "eps_placement": "inside the square root",
+        "weight_offset": 0.0,
+        "weight_mapping": "identity (LigerRMSNorm.weight)",
+        "backward": "in_place=True (library default): the backward writes dX into the incoming grad_output",
+        "source": "liger_kernel.transformers.rms_norm.LigerRMSNorm",
+    },
+    "SwiGLU": {
+        "formula": "y = down_proj(silu(gate_proj(x)) ⊙ up_proj(x))",
+        "rounding": "linears in the module dtype; the fused kernel computes silu(gate) in fp32, rounds it to the "
+                    "input dtype and multiplies by up (two roundings)",
+        "compute_dtype": "module dtype, fp32 inside the silu·mul kernel",
+        "weight_mapping": "w_gate ↔ gate_proj, w_up ↔ up_proj, w_down ↔ down_proj",
+        "source": "liger_kernel.transformers.swiglu.LigerSwiGLUMLP",
+    },
+}
+
+
+def skip_reason() -> str | None:
+    """Why Liger cannot run here (None when it can): the package is missing or there is no CUDA device."""
+    if importlib.util.find_spec("liger_kernel") is None:
+        return "liger-kernel is not installed (pip install 'nanolm-verify[liger]'; its Triton kernels need CUDA)"
+    if not torch.cuda.is_available():
+        return "liger-kernel's Triton kernels need a CUDA device; none is available"
+    return None
+
+
+SKIP_REASON = skip_reason()
+
+
+def _require() -> Any:
+    reason = skip_reason()
+    if reason is not None:
+        raise RuntimeError(f"liger adapter unavailable: {reason}")
+    import liger_kernel.transformers as lk
+
+    return lk
+
+
+class RMSNorm(nn.Module):
+    """``LigerRMSNorm``: y = w · fl(x · rsqrt(mean(x²) + eps)), casting mode "llama" (two roundings)."""
+
+    def __init__(self, dim: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        lk = _require()
+        self.dim, self.eps = dim, eps
+        self.weight = nn.Parameter(torch.ones(dim))
+        with torch.device("meta"):
+            hide(self, "_liger", lk.LigerRMSNorm(dim, eps=eps, offset=0.0, casting_mode=CASTING_MODE))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return call_with(self._liger, {"weight": self.weight}, x)
+
+
+class SwiGLU(nn.Module):
+    """``LigerSwiGLUMLP`` on contract-named weights: y = W_down (silu(W_gate x) ⊙ W_up x)."""
+
+    def __init__(self, dim: int, hidden_dim: int) -> None:
+        super().__init__()
+        lk = _require()
+        self.dim, self.hidden_dim = dim, hidden_dim
+        self.w_gate = nn.Linear(dim, hidden_dim, bias=False)
+        self.w_up = nn.Linear(dim, hidden_dim, bias=False)
+        self.w_down = nn.Linear(hidden_dim, dim, bias=False)
+        cfg = types.SimpleNamespace(hidden_size=dim, intermediate_size=hidden_dim, hidden_act="silu")
+        with torch.device("meta"):
+            hide(self, "_liger", lk.LigerSwiGLUMLP(cfg))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        params = {"gate_proj.weight": self.w_gate.weight, "up_proj.weight": self.w_up.weight,
+                  "down_proj.weight": self.w_down.weight}
+        return call_with(self._liger, params, x)
