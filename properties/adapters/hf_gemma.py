@@ -8,9 +8,9 @@ Gemma then forms its effective gain
 
     w_eff = fl32(1 + fl32(w − 1)),
 
-which equals w exactly iff w − 1 is representable in fp32, i.e. iff |w| < 2²⁴ and w is a multiple of 2⁻²⁴
-(w > 0) or of 2⁻²³ (w < 0): every w in [0.5, 2²⁴) of fp32 or narrower, every bf16 w with 2⁻¹⁶ ≤ |w| < 2²⁴, every
-fp16 w ≥ 0 and every fp16 w ≤ −2⁻¹³ (checked exhaustively in tests/test_adapters.py). Otherwise
+which equals w exactly whenever w − 1 is representable in fp32, i.e. when |w| < 2²⁴ and w is a multiple of
+2⁻²⁴ (w > 0) or of 2⁻²³ (w < 0): every w in [0.5, 2²⁴) of fp32 or narrower, every bf16 w with 2⁻¹⁶ ≤ |w| < 2²⁴,
+every fp16 w ≥ 0 and every fp16 w ≤ −2⁻¹³ (checked exhaustively in tests/test_adapters.py). Otherwise
 w_eff carries up to two extra roundings, |w_eff − w| ≲ 2⁻²⁴·(|w − 1| + |w|) (fp32 weights below 0.5 or
 negative, tiny weights): the cost of Gemma's parameterisation, which the suite measures rather than hides.
 
@@ -38,7 +38,7 @@ CONVENTIONS = {
         "eps_placement": "inside the square root",
         "weight_offset": 1.0,
         "weight_mapping": "contract weight w is the parameter; Gemma gets w_g = w − 1 computed in fp64 at each "
-                          "call; w_eff = fl32(1 + fl32(w − 1)) = w iff |w| < 2^24 and w is a multiple of 2^-24 "
+                          "call; w_eff = fl32(1 + fl32(w − 1)) = w when |w| < 2^24 and w is a multiple of 2^-24 "
                           "(w > 0) or 2^-23 (w < 0): all w in [0.5, 2^24), all bf16 w with 2^-16 ≤ |w| < 2^24",
         "source": "transformers.models.gemma.modeling_gemma.GemmaRMSNorm",
     },
