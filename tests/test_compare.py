@@ -1,0 +1,112 @@
+"""``nanolm-verify compare``: aggregation of law results into cells, highlights, Markdown / HTML, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from properties import cli, compare
+from properties.impl import load
+from properties.registry import LawResult
+
+pytest.importorskip("transformers")
+
+
+def fake_runner(max_ulps: dict[str, float]):
+    """A runner that returns canned results: one golden law (max ULP per impl) and one batch law per dtype."""
+
+    def runner(impl, *, profile, devices, dtypes, only, seed):
+        ulp = max_ulps[impl.spec]
+        out = []
+        for dtype in dtypes or ("bf16",):
+            for device in devices:
+                worst = {"D": 4096, "regime": "unit scale", "x": list(range(100))}
+                out.append(LawResult("RMSNorm.rmsnorm_matches_golden", "RMSNorm", dtype, device,
+                                     "passed" if ulp < 4 else "failed", message="max ULP error too big",
+                                     max_ulp=ulp, p99_ulp=ulp / 2, worst_input=worst, examples=8))
+                out.append(LawResult("RMSNorm.rmsnorm_does_not_center", "RMSNorm", dtype, device, "passed"))
+        return out
+
+    return runner
+
+
+@pytest.fixture
+def report():
+    return compare.run(["torch", "hf-llama"], dtypes=["bf16"], runner=fake_runner({"torch": 0.5, "hf-llama": 1.25}))
+
+
+def test_cells_aggregate_counts_errors_and_the_worst_input(report):
+    torch_cell, hf_cell = report["cells"]
+    assert (torch_cell.impl, torch_cell.component, torch_cell.dtype, torch_cell.device) == ("torch", "RMSNorm",
+                                                                                           "bf16", "cpu")
+    assert torch_cell.laws_text == "2/2"
+    assert (torch_cell.max_ulp, torch_cell.p99_ulp, torch_cell.accuracy) == (0.5, 0.25, "correctly rounded")
+    assert hf_cell.max_ulp == 1.25 and hf_cell.accuracy not in ("correctly rounded", "faithful")
+    assert hf_cell.worst_law == "RMSNorm.rmsnorm_matches_golden" and hf_cell.worst_input["D"] == 4096
+
+
+def test_batch_invariance_is_probed_when_no_law_measures_it(report):
+    assert all(cell.batch_invariant is True for cell in report["cells"])  # RMSNorm is row-wise on CPU
+    assert report["cells"][0].batch_source.startswith("probe")
+
+
+def test_the_batch_probe_can_say_no():
+    import torch
+
+    class Norm(torch.nn.Module):
+        """Scales by a statistic of the whole batch: op(x[:k]) != op(x)[:k]."""
+
+        def __init__(self, dim, eps=1e-6):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(dim))
+
+        def forward(self, x):
+            return x / x.abs().max() * self.weight
+
+    impl = load("torch")
+    fake = type(impl)("batchy", type("M", (), {"RMSNorm": Norm, "__name__": "batchy"}))
+    assert compare.batch_invariance(fake, "RMSNorm", "fp32", "cpu") is False
+    assert compare.batch_invariance(impl, "RMSNorm", "fp32", "cpu") is True
+    assert compare.batch_invariance(load("hf-gemma"), "SwiGLU", "fp32", "cpu") is None  # not provided
+
+
+def test_highlights_name_the_differing_accuracy_classes_with_numbers(report):
+    [line] = compare.highlights(report["cells"])
+    assert line.startswith("RMSNorm bf16 cpu — torch: correctly rounded (max 0.50, p99 0.25 ULP); hf-llama:")
+    assert "max 1.25" in line
+
+
+def test_markdown_and_html_show_the_numbers_classes_and_conventions(report, tmp_path):
+    md, page, results = compare.write(report, tmp_path)
+    text = md.read_text()
+    assert "| torch | bf16 | cpu | 2/2 | 0.50 | 0.25 | correctly rounded | yes |" in text
+    assert "two roundings" in text  # hf-llama's declared convention
+    body = page.read_text()
+    assert body.startswith("<!doctype html>") and "<script" not in body
+    assert '<span class="cls cr">correctly rounded</span>' in body and "1.25" in body
+    data = json.loads(results.read_text())
+    assert data["schema"] == "nanolm-verify/compare/1" and len(data["results"]["torch"]) == 2
+
+
+def test_failures_are_listed_with_their_messages(tmp_path):
+    report = compare.run(["torch"], dtypes=["fp16"], runner=fake_runner({"torch": 7.0}))
+    text = compare.render_markdown(report)
+    assert "**failed**" in text and "max ULP error too big" in text
+    assert '<span class="cls bad">1/2</span>' in compare.render_html(report)
+
+
+def test_expectations_turn_a_documented_failure_into_xfailed(monkeypatch, tmp_path):
+    from properties import expectations
+
+    monkeypatch.setattr(expectations, "DIRECTORY", tmp_path)
+    (tmp_path / "torch.txt").write_text("RMSNorm.rmsnorm_matches_golden[fp16]  xfail  documented\n")
+    report = compare.run(["torch"], dtypes=["fp16"], runner=fake_runner({"torch": 7.0}))
+    assert report["cells"][0].laws_text == "1/2 (1 xfailed)"
+
+
+def test_cli_has_compare_and_unknown_implementations_exit_2(tmp_path, capsys):
+    assert cli.main(["compare", "no_such_module_xyz", "--out", str(tmp_path)]) == 2
+    assert "no_such_module_xyz" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["compare", "torch"])  # --out is required
