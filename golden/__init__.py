@@ -1,0 +1,28 @@
+"""golden — the oracle: exact/high-precision evaluation, correct rounding, the stored corpus.
+
+``golden.rmsnorm(x, w, eps)`` etc. return a :class:`Golden` (hi + lo double-double, ≥ 100 bits);
+``g.rounded(dtype)`` is the correctly rounded value. See :mod:`golden.engine` for the method.
+"""
+
+from golden.engine import (
+    BLOCK_PARAMS,
+    Golden,
+    GoldenError,
+    GoldenPrecisionError,
+    GoldenTimeoutError,
+    attention,
+    block,
+    layernorm,
+    rmsnorm,
+    rmsnorm_vjp,
+    silu,
+    swiglu,
+    swiglu_vjp,
+)
+from golden.rounding import round_dd
+
+__all__ = [
+    "BLOCK_PARAMS", "Golden", "GoldenError", "GoldenPrecisionError", "GoldenTimeoutError", "attention", "block",
+    "layernorm", "rmsnorm", "rmsnorm_vjp", "round_dd", "silu", "swiglu", "swiglu_vjp",
+]
+__version__ = "1.0.0"

@@ -1,0 +1,83 @@
+"""Correct rounding (round-to-nearest, ties-to-even) of a double-double value hi + lo to a float dtype.
+
+For a target with precision p (significand bits incl. the hidden one), minimum normal exponent e_min
+and largest finite value M, the rounding of v = hi + lo is
+
+    e = max(⌊log2|v|⌋, e_min),   q = 2^(e − p + 1) (the quantum: spacing of the target at v),
+    r = RNE(v / q) · q,          r → ±inf when |r| > M (IEEE: |v| ≥ M + q/2 overflows).
+
+``hi`` is a float64, so the scaling v/q = hi/q is exact and ``numpy.rint`` rounds it to nearest-even;
+``lo`` only matters when hi/q lies exactly on a tie (a half-integer): then lo > 0 rounds away from hi's
+floor, lo < 0 towards it, and lo = 0 keeps the even neighbour. Every midpoint of a target with p ≤ 52
+is a float64, so when hi is not a midpoint, hi + lo (|lo| ≤ ulp(hi)/2) rounds the same way as hi. For
+float64 the IEEE sum fl(hi + lo) *is* the correctly rounded value. Subnormals follow from the clamp
+e ≥ e_min (fixed quantum below the normal range); signed zeros are kept.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from golden import dd
+
+
+class Format(NamedTuple):
+    """Binary floating-point format: precision p (bits, with the hidden bit), e_min, largest finite value."""
+
+    p: int
+    emin: int
+    max: float
+
+
+FORMATS: dict[torch.dtype, Format] = {
+    torch.float64: Format(53, -1022, float(np.finfo(np.float64).max)),
+    torch.float32: Format(24, -126, float(np.finfo(np.float32).max)),
+    torch.float16: Format(11, -14, 65504.0),
+    torch.bfloat16: Format(8, -126, float(torch.finfo(torch.bfloat16).max)),
+}
+
+
+def format_of(dtype: torch.dtype) -> Format:
+    """The :class:`Format` of a torch float dtype (ValueError for anything else)."""
+    try:
+        return FORMATS[dtype]
+    except KeyError:
+        raise ValueError(f"no rounding format for dtype {dtype}; expected one of {list(FORMATS)}") from None
+
+
+def round_to_grid(hi: np.ndarray, lo: np.ndarray | None, dtype: torch.dtype) -> np.ndarray:
+    """RNE(hi + lo) in ``dtype``, returned as float64 values (exactly representable in dtype, or ±inf/NaN)."""
+    hi = np.asarray(hi, dtype=np.float64)
+    lo = np.zeros_like(hi) if lo is None else np.broadcast_to(np.asarray(lo, dtype=np.float64), hi.shape)
+    with np.errstate(all="ignore"):
+        h0 = hi
+        hi, lo = dd.fast_two_sum(hi, lo)  # normalise so that |lo| ≤ ulp(hi)/2
+        hi = np.where(hi == 0, h0, hi)  # keep the sign of a zero (−0 + 0 = +0 in IEEE)
+        bad = ~np.isfinite(hi)
+        lo = np.where(bad, 0.0, lo)
+        if dtype == torch.float64:
+            return np.where(bad, hi, hi + lo)  # IEEE addition rounds the exact sum hi + lo: correct rounding
+        fmt = format_of(dtype)
+        _, e2 = np.frexp(hi)  # hi = m·2^e2, m ∈ [0.5, 1) → ⌊log2|hi|⌋ = e2 − 1 (exact, unlike log2)
+        e = np.maximum(e2 - 1, fmt.emin)
+        shift = fmt.p - 1 - e  # hi·2^shift has p integer bits at most
+        scaled = np.ldexp(hi, shift)
+        r = np.rint(scaled)
+        frac = scaled - np.floor(scaled)
+        tie = frac == 0.5
+        up = np.floor(scaled) + 1.0
+        down = np.floor(scaled)
+        r = np.where(tie & (lo > 0), up, np.where(tie & (lo < 0), down, r))
+        out = np.ldexp(r, -shift)
+        out = np.where(np.abs(out) > fmt.max, np.copysign(np.inf, hi), out)
+        out = np.where(r == 0, np.copysign(0.0, hi), out)
+        return np.where(bad, hi, out)
+
+
+def round_dd(hi: np.ndarray, lo: np.ndarray | None, dtype: torch.dtype) -> torch.Tensor:
+    """The CPU torch tensor of dtype holding RNE(hi + lo) (the cast of exactly representable values is exact)."""
+    vals = round_to_grid(hi, lo, dtype)
+    return torch.from_numpy(np.ascontiguousarray(vals)).to(dtype)
