@@ -1,0 +1,79 @@
+"""Hypothesis profiles of the suite: ``ci`` (derandomized, fast), ``dev`` (default), ``thorough`` (≥ 1000 examples).
+
+Selected by ``HYPOTHESIS_PROFILE``, the pytest option ``--profile`` or ``nanolm-verify check --profile``.
+``max_examples`` is the budget of a cheap law; a law declares its cost (``@law(..., cost=k)``) and runs
+``max(1, max_examples // k)`` examples, so a golden comparison at high precision costs what it is worth.
+``slow`` profiles also draw the large-D tier (D up to 8192).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from hypothesis import HealthCheck, Phase, settings
+
+__all__ = ["DEFAULT_PROFILE", "ENV_VAR", "PROFILES", "Profile", "get", "register", "resolve", "settings_for"]
+
+ENV_VAR = "HYPOTHESIS_PROFILE"
+DEFAULT_PROFILE = "dev"
+
+
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """One named budget: examples per cheap law, derandomization, and whether the slow (large-D) tier is drawn."""
+
+    name: str
+    max_examples: int
+    derandomize: bool
+    slow: bool = False
+    print_blob: bool = False
+
+    def settings(self, cost: int = 1, **overrides: object) -> settings:
+        """The Hypothesis settings for a law of cost ``cost`` under this profile."""
+        base = dict(
+            max_examples=max(1, self.max_examples // max(1, cost)),
+            derandomize=self.derandomize,
+            deadline=None,  # numerics of large shapes vary in time; the profile budget bounds the run instead
+            database=None,  # a run is reproduced by (profile, seed), never by local state
+            print_blob=self.print_blob,
+            report_multiple_bugs=False,  # one clear counterexample per law
+            suppress_health_check=list(HealthCheck),  # large tensors are slow to draw on purpose
+            phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
+        )
+        base.update(overrides)
+        return settings(**base)
+
+
+PROFILES: dict[str, Profile] = {
+    "ci": Profile("ci", max_examples=8, derandomize=True, print_blob=True),
+    "dev": Profile("dev", max_examples=50, derandomize=False),
+    "thorough": Profile("thorough", max_examples=1000, derandomize=False, slow=True),
+}
+
+
+def get(name: str) -> Profile:
+    """The profile called ``name``; ValueError naming the known ones otherwise."""
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown profile {name!r}; expected one of {', '.join(PROFILES)}") from None
+
+
+def resolve(name: str | None = None) -> Profile:
+    """Explicit name > $HYPOTHESIS_PROFILE (if it is one of ours) > dev."""
+    if name:
+        return get(name)
+    env = os.environ.get(ENV_VAR)
+    return PROFILES.get(env or DEFAULT_PROFILE, PROFILES[DEFAULT_PROFILE])
+
+
+def settings_for(name: str, cost: int = 1) -> settings:
+    """Shortcut: Hypothesis settings of profile ``name`` for a law of cost ``cost``."""
+    return get(name).settings(cost)
+
+
+def register() -> None:
+    """Register the profiles with Hypothesis under their names (so HYPOTHESIS_PROFILE=ci works for any test)."""
+    for profile in PROFILES.values():
+        settings.register_profile(profile.name, profile.settings())
