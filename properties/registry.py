@@ -114,7 +114,54 @@ class Law:
         return self.func(impl, dtype, device)
 
 
-LAWS: dict[str, Law] = {}
+class _LawTable(dict):
+    """LAWS: law id → Law. The first read imports ``properties.laws`` (which registers them), so that
+    ``from properties.registry import LAWS`` is all a caller needs."""
+
+    _loaded = False
+
+    def _load(self) -> None:
+        if not _LawTable._loaded:
+            _LawTable._loaded = True
+            import properties.laws  # noqa: F401  (registration)
+
+    def __getitem__(self, key: str) -> Law:
+        self._load()
+        try:
+            return dict.__getitem__(self, key)
+        except KeyError:
+            raise KeyError(f"unknown law {key!r}; known: {', '.join(self)}") from None
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        self._load()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        self._load()
+        return dict.__len__(self)
+
+    def __contains__(self, key: object) -> bool:
+        self._load()
+        return dict.__contains__(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self._load()
+        return dict.get(self, key, default)
+
+    def keys(self):  # type: ignore[no-untyped-def]
+        self._load()
+        return dict.keys(self)
+
+    def values(self):  # type: ignore[no-untyped-def]
+        self._load()
+        return dict.values(self)
+
+    def items(self):  # type: ignore[no-untyped-def]
+        self._load()
+        return dict.items(self)
+
+
+LAWS: dict[str, Law] = _LawTable()
 
 
 def law(component: str, *, dtypes: Iterable[torch.dtype] = ALL_DTYPES, cost: int = 1,
@@ -123,11 +170,12 @@ def law(component: str, *, dtypes: Iterable[torch.dtype] = ALL_DTYPES, cost: int
 
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
         law_id = f"{component}.{func.__name__}"
-        if law_id in LAWS and LAWS[law_id].func.__module__ != func.__module__:
+        previous = dict.get(LAWS, law_id)
+        if previous is not None and previous.func.__module__ != func.__module__:
             raise ValueError(f"law {law_id} is registered twice")
         if hasattr(func, "hypothesis"):
             _instrument(func)
-        LAWS[law_id] = Law(law_id, component, func.__name__, func, tuple(dtypes), cost, tuple(tags))
+        dict.__setitem__(LAWS, law_id, Law(law_id, component, func.__name__, func, tuple(dtypes), cost, tuple(tags)))
         return func
 
     return register

@@ -1,0 +1,260 @@
+"""``nanolm-verify check [IMPL]``: run the laws against an implementation, print the verdict, write the JSON report.
+
+Exit status: 0 every law passed (skips allowed), 1 a law failed (or the suite hit an error), 2 usage or
+import error. ``run_check`` is the runner behind it, shared with ``compare``, baselines and expectations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from properties import __version__, profiles
+from properties.impl import COMPONENTS, Implementation, ImplementationError, load, resolve_spec
+from properties.registry import DTYPE_NAMES, LAWS, Law, LawResult, dtype_from_name, run_law
+
+__all__ = ["SCHEMA", "register", "report", "run_check", "select_laws", "write_report"]
+
+SCHEMA = "nanolm-verify/report/v1"
+DTYPE_ORDER = ("fp64", "fp32", "fp16", "bf16")
+
+
+class UsageError(ValueError):
+    """A bad selection on the command line (exit status 2)."""
+
+
+def select_laws(only: Iterable[str] | None = None) -> list[Law]:
+    """Laws in component order; ``only``: components, law ids or law names (comma-separated allowed)."""
+    order = {c: i for i, c in enumerate(COMPONENTS)}
+    laws = sorted(LAWS.values(), key=lambda law: order.get(law.component, len(order)))
+    selectors = [s.strip() for item in (only or ()) for s in item.split(",") if s.strip()]
+    if not selectors:
+        return laws
+    chosen: list[Law] = []
+    for sel in selectors:
+        match = [law for law in laws if sel.lower() in (law.component.lower(), law.id.lower(), law.name.lower())]
+        if not match:
+            raise UsageError(f"--only {sel!r} matches no component or law; components: {', '.join(COMPONENTS)}; "
+                             f"laws: e.g. {laws[0].id} (see `nanolm-verify check --list`)")
+        chosen += [law for law in match if law not in chosen]
+    return [law for law in laws if law in chosen]
+
+
+def resolve_devices(device: str | Sequence[str] | None) -> list[str]:
+    """cpu | cuda | all (cpu and cuda) | auto (cpu, and cuda when available)."""
+    if device is None or device == "auto":
+        return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+    if isinstance(device, str):
+        if device == "all":
+            return ["cpu", "cuda"]
+        if device not in ("cpu", "cuda"):
+            raise UsageError(f"--device {device!r}: expected cpu, cuda, all or auto")
+        return [device]
+    return [d for dev in device for d in resolve_devices(dev)]
+
+
+def resolve_dtypes(dtypes: Iterable[str | torch.dtype] | None) -> list[torch.dtype]:
+    if not dtypes:
+        return [dtype_from_name(n) for n in DTYPE_ORDER]
+    names = [s for item in dtypes for s in (item.split(",") if isinstance(item, str) else [item])]
+    try:
+        return [dtype_from_name(n.strip() if isinstance(n, str) else n) for n in names if n != ""]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def run_check(impl: Implementation | str, *, profile: str = "ci", devices: Sequence[str] | str | None = ("cpu",),
+              only: Iterable[str] | None = None, dtypes: Iterable[str | torch.dtype] | None = None,
+              seed: int | None = None, progress: Any = None) -> list[LawResult]:
+    """Run every selected law × dtype × device against ``impl`` → one LawResult each (law order, then dtype)."""
+    impl = load(impl) if isinstance(impl, str) else impl
+    profiles.get(profile)
+    devs, dts = resolve_devices(devices), resolve_dtypes(dtypes)
+    results = []
+    for law in select_laws(only):
+        for device in devs:
+            for dtype in dts:
+                if dtype not in law.dtypes:
+                    continue  # not applicable: no record (the law's dtypes are part of its definition)
+                result = run_law(law, impl, dtype=dtype, device=device, profile=profile, seed=seed)
+                results.append(result)
+                if progress:
+                    progress(result)
+    return results
+
+
+# ---------------------------------------------------------------------------------------------- the report
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _device_name(device: str) -> str:
+    if device == "cuda" and torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    return platform.processor() or platform.machine()
+
+
+def report(results: Sequence[LawResult], impl: Implementation, *, profile: str, seed: int | None,
+           devices: Sequence[str], duration: float | None = None) -> dict[str, Any]:
+    """The versioned JSON report of DESIGN.md (key ``schema``)."""
+    prof = profiles.get(profile)
+    counts = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "skipped", "error")}
+    return {
+        "schema": SCHEMA,
+        "suite": {"name": "nanolm-verify", "version": __version__},
+        "implementation": {"spec": impl.spec, "module": impl.module.__name__,
+                           "file": getattr(impl.module, "__file__", None), "provided": list(impl.provided),
+                           "skip_reason": impl.skip_reason,
+                           "conventions": {c: impl.convention(c) for c in impl.provided}},
+        "platform": {"python": platform.python_version(), "os": platform.platform(), "machine": platform.machine(),
+                     "libraries": {name: _version(name) for name in
+                                   ("torch", "numpy", "mpmath", "hypothesis", "transformers", "liger-kernel")}},
+        "target": {"devices": list(devices), "device_names": {d: _device_name(d) for d in devices},
+                   "cuda_available": torch.cuda.is_available(), "torch_threads": torch.get_num_threads()},
+        "profile": {"name": prof.name, "max_examples": prof.max_examples, "derandomize": prof.derandomize,
+                    "slow_tier": prof.slow},
+        "seed": seed,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "duration": round(duration, 3) if duration is not None else None,
+        "summary": {"passed": counts["passed"], "failed": counts["failed"], "skipped": counts["skipped"],
+                    "errors": counts["error"], "total": len(results)},
+        "results": [r.to_json() for r in results],
+    }
+
+
+def write_report(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------- the table
+
+
+_MARK = {"passed": "ok", "failed": "FAIL", "skipped": "skip", "error": "ERROR"}
+
+
+def _cell(r: LawResult | None) -> str:
+    if r is None:
+        return "·"
+    if r.status == "passed" and r.max_ulp is not None:
+        return f"ok {r.max_ulp:.3g}"
+    return _MARK[r.status]
+
+
+def format_table(results: Sequence[LawResult]) -> str:
+    """component × law × dtype (× device) → ok [max ULP] / FAIL / skip / ERROR; "·": law not defined for the dtype."""
+    devices = list(dict.fromkeys(r.device for r in results))
+    cols = [(dev, dt) for dev in devices for dt in DTYPE_ORDER]
+    index = {(r.law_id, r.device, r.dtype): r for r in results}
+    laws = list(dict.fromkeys((r.component, r.law_id) for r in results))
+    width = max([len(law_id.split(".", 1)[1]) for _, law_id in laws] + [10])
+    head = f"{'component':9}  {'law':{width}}  " + "  ".join(
+        f"{dt + ('@' + dev if len(devices) > 1 else ''):>10}" for dev, dt in cols)
+    lines = [head, "-" * len(head)]
+    for component, law_id in laws:
+        cells = "  ".join(f"{_cell(index.get((law_id, dev, dt))):>10}" for dev, dt in cols)
+        lines.append(f"{component:9}  {law_id.split('.', 1)[1]:{width}}  {cells}")
+    return "\n".join(lines)
+
+
+def _summary_line(results: Sequence[LawResult], seconds: float) -> str:
+    counts = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "skipped", "error")}
+    return (f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped, "
+            f"{counts['error']} errors — {len(results)} results in {seconds:.1f} s")
+
+
+def exit_status(results: Sequence[LawResult]) -> int:
+    """0 all passed (skips allowed), 1 a law failed or the suite hit an error."""
+    return 1 if any(r.status in ("failed", "error") for r in results) else 0
+
+
+# ---------------------------------------------------------------------------------------------- the command
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("check", help="run the laws against an implementation",
+                              description=__doc__.splitlines()[0])
+    p.add_argument("impl", nargs="?", default=None,
+                   help="module, .py path or adapter id (default: $NANOLM_IMPL, else nanolm_core)")
+    p.add_argument("--profile", default=None, choices=list(profiles.PROFILES),
+                   help=f"Hypothesis profile (default: ${profiles.ENV_VAR}, else {profiles.DEFAULT_PROFILE})")
+    p.add_argument("--device", default="auto", help="cpu | cuda | all | auto (cpu, plus cuda when available)")
+    p.add_argument("--only", action="append", default=None, metavar="SEL",
+                   help="components (RMSNorm,SwiGLU,Block), law ids or law names; repeatable, comma-separated")
+    p.add_argument("--dtype", action="append", default=None, help="fp64,fp32,fp16,bf16 (default: all)")
+    p.add_argument("--seed", type=int, default=None, help="Hypothesis seed (overrides derandomization)")
+    p.add_argument("--json", dest="json_path", default=None, metavar="PATH", help="write the JSON report here")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads (default 1: the laws use small tensors; threads only add contention)")
+    p.add_argument("--list", action="store_true", help="list the laws (id, dtypes, statement) and exit")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress line, failures summarised")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.list:
+        for law in select_laws(None):
+            dts = ",".join(DTYPE_NAMES[d] for d in law.dtypes)
+            print(f"{law.id:58} [{dts}]\n    {law.doc}")
+        return 0
+    try:
+        impl = load(resolve_spec(args.impl))
+        profile = profiles.resolve(args.profile).name
+        devices = resolve_devices(args.device)
+        select_laws(args.only)
+        resolve_dtypes(args.dtype)
+    except (ImplementationError, UsageError, ValueError) as exc:
+        print(f"nanolm-verify check: error: {exc}", file=sys.stderr)
+        return 2
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    print(f"nanolm-verify {__version__}: checking {impl.spec} ({', '.join(impl.provided)}) — profile {profile}"
+          f"{'' if args.seed is None else f', seed {args.seed}'}, devices {', '.join(devices)}")
+    if impl.skip_reason:
+        print(f"  skipped: {impl.skip_reason}")
+    start = time.perf_counter()
+
+    def progress(r: LawResult) -> None:
+        if not args.quiet and sys.stderr.isatty():
+            print(f"\r  {r.law_id} {r.dtype} {r.device}: {r.status}".ljust(100)[:100], end="", file=sys.stderr)
+
+    results = run_check(impl, profile=profile, devices=devices, only=args.only, dtypes=args.dtype, seed=args.seed,
+                        progress=progress)
+    seconds = time.perf_counter() - start
+    if not args.quiet and sys.stderr.isatty():
+        print("\r" + " " * 100 + "\r", end="", file=sys.stderr)
+    print(format_table(results))
+    print("cells: ok [max ULP error against golden] | FAIL | skip | ERROR (suite bug) | · (law not defined for dtype)")
+    problems = [r for r in results if r.status in ("failed", "error")]
+    for r in problems:
+        msg = r.message if not args.quiet else r.message.splitlines()[0]
+        found = f", found after {r.found_after} example(s)" if r.found_after else ""
+        print(f"\n{_MARK[r.status]} {r.law_id} [{r.dtype}, {r.device}{found}]\n  {r.law}\n" +
+              "\n".join("  " + line for line in msg.splitlines()))
+    skipped = sorted({r.message for r in results if r.status == "skipped"})
+    if skipped:
+        print("\nskip reasons: " + "; ".join(skipped[:6]) + (" …" if len(skipped) > 6 else ""))
+    print("\n" + _summary_line(results, seconds))
+    if args.json_path:
+        path = write_report(report(results, impl, profile=profile, seed=args.seed, devices=devices,
+                                   duration=seconds), args.json_path)
+        print(f"report: {path}")
+    return exit_status(results)
