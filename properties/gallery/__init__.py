@@ -84,7 +84,7 @@ PITFALLS: dict[str, Pitfall] = dict([
     # SwiGLU.
     _entry("swapped_gate_up", "SwiGLU.swiglu_matches_golden", "float32",
            "gate and up projections swapped"),
-    _entry("gelu_instead_of_silu", "SwiGLU.swiglu_is_elementwise_silu_gate", "float32",
+    _entry("gelu_instead_of_silu", "SwiGLU.swiglu_is_elementwise_silu_gate", "bfloat16",
            "GELU in place of SiLU (GeGLU)"),
     _entry("silu_cancellation", "SwiGLU.swiglu_is_elementwise_silu_gate", "bfloat16",
            "silu(z) = z·(1 − σ(−z)) cancels in bf16"),

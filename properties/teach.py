@@ -1,0 +1,365 @@
+"""``nanolm-verify pitfalls [NAME ...]``: the pitfall gallery, demonstrated for a student.
+
+For each pitfall in ``properties.gallery.PITFALLS`` it runs the law that catches it against the wrong
+implementation and prints, wrapped to the terminal (80 columns by default): what the mistake is and why
+people make it, the law, the shrunk counterexample with golden vs actual vs bound (the law's failure
+message), and a line saying whether it was caught. ``--reference`` also runs each law against the
+reference (``nanolm_core``), which must pass it. Exit status 0 when every pitfall was caught as expected
+(and the reference passed), 1 otherwise, 2 for an unknown name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import re
+import sys
+import textwrap
+from collections.abc import Iterable
+from typing import Any, TextIO
+
+from properties.gallery import PITFALLS, Pitfall
+
+__all__ = ["Demo", "demonstrate", "explain", "kill_matrix", "register", "render_demo", "render_markdown", "wrap_block"]
+
+DEFAULT_WIDTH = 80
+
+
+@dataclasses.dataclass
+class Demo:
+    """The outcome of demonstrating one pitfall: the law's result on it (and on the reference, if asked)."""
+
+    name: str
+    pitfall: Pitfall
+    result: Any  # properties.registry.LawResult
+    reference: Any | None = None  # LawResult of the same law on nanolm_core, when run
+
+    @property
+    def caught(self) -> bool:
+        return self.result.status == "failed"
+
+    @property
+    def ok(self) -> bool:
+        """Caught, and the reference (if run) passes the same law."""
+        return self.caught and (self.reference is None or self.reference.status == "passed")
+
+
+def demonstrate(name: str, *, profile: str = "ci", seed: int | None = None, device: str = "cpu",
+                reference: bool = False) -> Demo:
+    """Run pitfall ``name``'s law against its wrong implementation (and optionally the reference)."""
+    import properties.laws  # noqa: F401  (registers the laws)
+    from properties.impl import load
+    from properties.registry import LAWS, run_law
+
+    pitfall = PITFALLS[name]
+    law = LAWS[pitfall.law]
+    result = run_law(law, load(pitfall.module), dtype=pitfall.torch_dtype, device=device, profile=profile, seed=seed)
+    ref = None
+    if reference:
+        ref = run_law(law, load("nanolm_core"), dtype=pitfall.torch_dtype, device=device, profile=profile, seed=seed)
+    return Demo(name, pitfall, result, ref)
+
+
+# ---------------------------------------------------------------------------------------------- text
+
+
+def wrap_block(text: str, width: int, indent: str = "") -> list[str]:
+    """Reflow ``text`` to ``width`` columns: paragraphs are reflowed, lines indented by ≥ 4 spaces are kept
+    (formulas), over-long kept lines are folded with a ↪ marker."""
+    out: list[str] = []
+    paragraph: list[str] = []
+
+    def flush() -> None:
+        if paragraph:
+            out.extend(textwrap.wrap(" ".join(paragraph), width, initial_indent=indent, subsequent_indent=indent,
+                                     break_on_hyphens=False))
+            paragraph.clear()
+
+    for line in text.splitlines():
+        if not line.strip():
+            flush()
+            out.append("")
+        elif line.startswith("    "):
+            flush()
+            out.extend(_fold(indent + line.rstrip(), width, indent + "      ↪ "))
+        else:
+            paragraph.append(line.strip())
+    flush()
+    while out and not out[-1]:
+        out.pop()
+    return out
+
+
+def _fold(line: str, width: int, cont: str) -> list[str]:
+    """Split a line that must keep its layout into pieces of at most ``width`` columns."""
+    if len(line) <= width:
+        return [line]
+    pieces = [line[:width]]
+    rest = line[width:]
+    step = max(10, width - len(cont))
+    while rest:
+        pieces.append(cont + rest[:step])
+        rest = rest[step:]
+    return pieces
+
+
+def _message_lines(message: str, width: int) -> list[str]:
+    """The law's failure message for a student: each line wrapped on its own (continuations indented), the
+    reproduction command split into shell-continued lines, Hypothesis's @reproduce_failure blob left out."""
+    out: list[str] = []
+    lines = message.strip().splitlines()
+    blob = next((i for i, line in enumerate(lines) if "reproduce_failure" in line or
+                 line.startswith("You can reproduce this test case")), None)
+    if blob is not None:
+        lines = lines[:blob]
+    for line in lines:
+        line = line.rstrip()
+        if line.startswith("reproduce: "):
+            out += _command_lines(line.removeprefix("reproduce: "), width)
+            continue
+        lead = re.match(r"\s*", line).group(0)  # type: ignore[union-attr]
+        if len(line) <= width - 2:
+            out.append("  " + line)
+            continue
+        out.extend(textwrap.wrap(line.strip(), width, initial_indent="  " + lead,
+                                 subsequent_indent="  " + lead + "    ", break_on_hyphens=False))
+    while out and not out[-1].strip():
+        out.pop()
+    return out
+
+
+def _command_lines(command: str, width: int) -> list[str]:
+    """``reproduce:`` and the command, broken between options with shell continuations (copy-paste safe)."""
+    words, tokens = command.split(), []
+    while words:  # keep "--option value" together
+        word = words.pop(0)
+        if word.startswith("--") and words and not words[0].startswith("--"):
+            word += " " + words.pop(0)
+        tokens.append(word)
+    out, current = ["  reproduce:"], "    "
+    for token in tokens:
+        if current.strip() and len(current) + 1 + len(token) + 2 > width:
+            out.append(current + " \\")
+            current = "      "
+        current += ("" if not current.strip() else " ") + token
+    out.append(current)
+    return out
+
+
+def explain(name: str) -> str:
+    """The pitfall's docstring (mistake, why, evidence, the catching law) without its title line."""
+    module = importlib.import_module(PITFALLS[name].module)
+    doc = (module.__doc__ or "").strip()
+    body = doc.split("\n", 1)[1].strip() if "\n" in doc else doc
+    return body.replace("``", "")
+
+
+def _title(name: str) -> str:
+    module = importlib.import_module(PITFALLS[name].module)
+    return (module.__doc__ or name).strip().splitlines()[0].removeprefix("Pitfall:").strip()
+
+
+def _describe_input(worst: dict[str, Any] | None) -> str:
+    if not worst:
+        return "(no input description recorded)"
+    return ", ".join(f"{k}={v}" for k, v in worst.items())
+
+
+def render_demo(demo: Demo, index: int, total: int, width: int = DEFAULT_WIDTH) -> list[str]:
+    """The student-facing text of one demonstration, at most ``width`` columns per line."""
+    p, r = demo.pitfall, demo.result
+    lines = ["═" * width]
+    lines += textwrap.wrap(f"[{index}/{total}] {demo.name}: {_title(demo.name)}", width, subsequent_indent="    ")
+    lines += textwrap.wrap(f"wrong implementation: {p.module} ({p.component})", width, subsequent_indent="    ")
+    lines += textwrap.wrap(f"law: {p.law} · {r.dtype} · {r.device} · profile {r.profile}", width,
+                           subsequent_indent="    ")
+    lines.append("─" * width)
+    lines += wrap_block(explain(demo.name), width)
+    lines.append("")
+    lines += textwrap.wrap(f"The law: {r.law}", width, subsequent_indent="  ")
+    lines.append("")
+    if demo.caught:
+        found = f"found after {r.found_after} example(s)" if r.found_after else f"{r.examples} example(s) run"
+        lines.append(f"Counterexample (shrunk; {found}):")
+        lines += textwrap.wrap(_describe_input(r.worst_input), width, initial_indent="  ", subsequent_indent="    ")
+        lines.append("What the law saw (golden, actual, bound):")
+        lines += _message_lines(r.message, width)
+        lines.append("")
+        lines += textwrap.wrap(f"✔ CAUGHT: {p.law} failed on {demo.name} ({r.dtype}), as it should.", width)
+    else:
+        lines += textwrap.wrap(f"✘ NOT CAUGHT: {p.law} returned '{r.status}' on {demo.name} after {r.examples} "
+                               f"example(s) — the gallery expects 'failed'.", width)
+        if r.message:
+            lines += _message_lines(r.message, width)
+    if demo.reference is not None:
+        ref = demo.reference
+        mark = "✔" if ref.status == "passed" else "✘"
+        lines += textwrap.wrap(f"{mark} reference nanolm_core: {ref.status} on the same law "
+                               f"({ref.examples} example(s)).", width)
+        if ref.status != "passed" and ref.message:
+            lines += _message_lines(ref.message, width)
+    return lines
+
+
+def _summary(demos: Iterable[Demo], width: int) -> list[str]:
+    demos = list(demos)
+    lines = ["═" * width, "Summary: pitfall → law that catches it (examples until caught)"]
+    name_w = max(len(d.name) for d in demos)
+    for d in demos:
+        status = f"caught after {d.result.found_after}" if d.caught else f"NOT caught ({d.result.status})"
+        if d.reference is not None and d.reference.status != "passed":
+            status += f"; reference {d.reference.status}"
+        law = d.pitfall.law.split(".", 1)[1]
+        line = f"  {'✔' if d.ok else '✘'} {d.name:<{name_w}}  {law}"
+        lines.append(line if len(line) + len(status) + 2 <= width else line[: width - len(status) - 3] + "…")
+        lines[-1] = f"{lines[-1]:<{width - len(status) - 1}} {status}"
+    caught = sum(d.ok for d in demos)
+    lines.append(f"{caught} of {len(demos)} pitfalls caught as expected.")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------- kill matrix
+
+
+def kill_matrix(profile: str = "ci", device: str = "cpu") -> dict[str, dict[str, Any]]:
+    """Every pitfall × every law of its component → LawResult (in the pitfall's dtype where the law applies,
+    else the law's first dtype); plus the reference's result on each law under the key "nanolm_core"."""
+    import properties.laws  # noqa: F401  (registers the laws)
+    from properties.impl import load
+    from properties.registry import LAWS, run_law
+
+    def dtype_for(law: Any, preferred: str) -> Any:
+        from properties.registry import dtype_from_name
+
+        wanted = dtype_from_name(preferred)
+        return wanted if wanted in law.dtypes else law.dtypes[0]
+
+    matrix: dict[str, dict[str, Any]] = {}
+    for name, p in PITFALLS.items():
+        impl = load(p.module)
+        matrix[name] = {law_id: run_law(law, impl, dtype=dtype_for(law, p.dtype), device=device, profile=profile)
+                        for law_id, law in LAWS.items() if law.component == p.component}
+    ref = load("nanolm_core")
+    matrix["nanolm_core"] = {law_id: run_law(law, ref, dtype=dtype_for(law, "float32"), device=device,
+                                             profile=profile) for law_id, law in LAWS.items()}
+    return matrix
+
+
+def _cell(result: Any, named: bool) -> str:
+    if result.status == "failed":
+        text = f"✔ {result.found_after or result.examples}"
+    else:
+        text = {"passed": "·", "skipped": "–", "error": "E"}.get(result.status, "?")
+    return f"**{text}**" if named else text
+
+
+def render_markdown(matrix: dict[str, dict[str, Any]], profile: str = "ci") -> str:
+    """docs/gallery.md: the catalogue (pitfall, law, examples needed) and the full kill matrix per component."""
+    from properties.registry import LAWS
+
+    ref = matrix.get("nanolm_core", {})
+    lines = [
+        "# The pitfall gallery and its kill matrix",
+        "",
+        "Generated by `nanolm-verify pitfalls --markdown docs/gallery.md` (profile `" + profile + "`, CPU); "
+        "checked by `tests/test_gallery.py`. Each pitfall is a small module in `properties/gallery/` that follows "
+        "the implementation contract with one realistic mistake; its docstring says what the mistake is, why "
+        "people make it, where it bit a real project, and which law catches it. Run "
+        "`nanolm-verify pitfalls NAME` to see the explanation, the shrunk counterexample and golden vs actual vs "
+        "bound; check one like any implementation with `nanolm-verify check properties.gallery.NAME`.",
+        "",
+        "## The catalogue",
+        "",
+        "| # | pitfall | mistake | caught by (law) | dtype | examples needed | reference |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for i, (name, p) in enumerate(PITFALLS.items(), 1):
+        r = matrix[name][p.law]
+        needed = str(r.found_after or r.examples) if r.status == "failed" else f"NOT CAUGHT ({r.status})"
+        ref_status = ref[p.law].status if p.law in ref else "not run"
+        lines.append(f"| {i} | `{name}` | {p.title} | `{p.law}` | {r.dtype} | {needed} | {ref_status} |")
+    lines += [
+        "",
+        "“Examples needed”: Hypothesis examples until the first failure (before shrinking), explicit `@example` "
+        "pins included; a law without `@given` counts one.",
+        "",
+        "## The kill matrix",
+        "",
+        "Every pitfall against every law of its component, in the pitfall's dtype where the law applies (else "
+        "the law's own dtype). `✔ n`: the law fails the pitfall (caught after n examples); `·`: passes; `–`: "
+        "skipped (dtype not applicable); `E`: error. **Bold**: the law named in the catalogue. The last row is the "
+        "reference, which must pass every law.",
+    ]
+    for component in ("RMSNorm", "SwiGLU", "Block"):
+        law_ids = [law_id for law_id, law in LAWS.items() if law.component == component]
+        names = [n for n, p in PITFALLS.items() if p.component == component]
+        lines += ["", f"### {component}", "", "Columns: " + ", ".join(
+            f"**{j}** `{law_id.split('.', 1)[1]}`" for j, law_id in enumerate(law_ids, 1)), ""]
+        lines.append("| pitfall | " + " | ".join(str(j) for j in range(1, len(law_ids) + 1)) + " |")
+        lines.append("|---|" + "---|" * len(law_ids))
+        for name in names:
+            row = matrix[name]
+            cells = [_cell(row[law_id], law_id == PITFALLS[name].law) for law_id in law_ids]
+            lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+        if ref:
+            lines.append("| *nanolm_core* | " + " | ".join(_cell(ref[law_id], False) for law_id in law_ids) + " |")
+    caught = [n for n, p in PITFALLS.items() if matrix[n][p.law].status == "failed"]
+    lines += ["", f"{len(caught)} of {len(PITFALLS)} pitfalls are caught by their named law.", ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+
+
+def _list(width: int, out: TextIO) -> int:
+    name_w = max(map(len, PITFALLS))
+    for name, p in PITFALLS.items():
+        line = f"{name:<{name_w}}  {p.title}"
+        print(line if len(line) <= width else line[: width - 1] + "…", file=out)
+    return 0
+
+
+def _run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    width = max(40, args.width)
+    if args.list:
+        return _list(width, out)
+    if args.markdown:
+        from pathlib import Path
+
+        matrix = kill_matrix(args.profile, args.device)
+        Path(args.markdown).write_text(render_markdown(matrix, args.profile), encoding="utf-8")
+        print(f"wrote {args.markdown}", file=out)
+        return 0 if all(matrix[n][p.law].status == "failed" for n, p in PITFALLS.items()) else 1
+    names = args.names or list(PITFALLS)
+    unknown = [n for n in names if n not in PITFALLS]
+    if unknown:
+        print(f"nanolm-verify pitfalls: unknown pitfall {', '.join(unknown)}; "
+              f"`nanolm-verify pitfalls --list` shows the {len(PITFALLS)} known ones", file=sys.stderr)
+        return 2
+    demos = []
+    for i, name in enumerate(names, 1):
+        demo = demonstrate(name, profile=args.profile, seed=args.seed, device=args.device, reference=args.reference)
+        demos.append(demo)
+        print("\n".join(render_demo(demo, i, len(names), width)), file=out, flush=True)
+    print("\n".join(_summary(demos, width)), file=out)
+    return 0 if all(d.ok for d in demos) else 1
+
+
+def register(subparsers: Any) -> None:
+    """Add ``pitfalls [NAME ...]`` to the ``nanolm-verify`` parser."""
+    parser = subparsers.add_parser(
+        "pitfalls", help="demonstrate the gallery of wrong implementations and the laws that catch them",
+        description="For each pitfall: the mistake, why people make it, the law that catches it, the shrunk "
+                    "counterexample (golden vs actual vs bound) and whether it was caught. Exit 0 when every "
+                    "pitfall was caught as expected, 1 otherwise.")
+    parser.add_argument("names", nargs="*", metavar="NAME", help="pitfalls to show (default: all; see --list)")
+    parser.add_argument("--list", action="store_true", help="list the pitfalls and exit")
+    parser.add_argument("--profile", default="ci", help="Hypothesis profile: ci (default, derandomized), dev, thorough")
+    parser.add_argument("--seed", type=int, default=None, help="seed for non-derandomized profiles")
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    parser.add_argument("--reference", action="store_true", help="also run each law on nanolm_core (must pass)")
+    parser.add_argument("--markdown", metavar="PATH", help="run the full kill matrix and write it as Markdown")
+    parser.add_argument("--width", type=int, default=DEFAULT_WIDTH, help="wrap the text to this many columns (80)")
+    parser.set_defaults(func=_run)
