@@ -230,3 +230,11 @@ def test_liger_imports_everywhere_and_says_why_it_skips():
     assert impl.skip_reason and ("CUDA" in impl.skip_reason or "not installed" in impl.skip_reason)
     with pytest.raises(RuntimeError, match="liger adapter unavailable"):
         impl.factory("RMSNorm")(CONFIG.dim)
+
+
+@pytest.mark.parametrize("adapter", ["torch", "hf-llama"])
+@pytest.mark.parametrize(("dim", "hidden"), [(1, 1), (5, 1), (31, 7)])
+def test_swiglu_accepts_any_sizes(adapter, dim, hidden):
+    """The contract has no head count: HF's config validation (heads divide D, even RoPE dim) must not leak in."""
+    mod = load(adapter).factory("SwiGLU")(dim, hidden).to(dtype=torch.float64)
+    assert mod(torch.ones(2, dim, dtype=torch.float64)).shape == (2, dim)

@@ -98,7 +98,9 @@ class SwiGLU(nn.Module):
         self.w_gate = nn.Linear(dim, hidden_dim, bias=False)
         self.w_up = nn.Linear(dim, hidden_dim, bias=False)
         self.w_down = nn.Linear(hidden_dim, dim, bias=False)
-        cfg = LlamaConfig(hidden_size=dim, intermediate_size=hidden_dim, hidden_act="silu", mlp_bias=False)
+        cfg = LlamaConfig(hidden_size=dim, intermediate_size=hidden_dim, hidden_act="silu", mlp_bias=False,
+                          num_attention_heads=1, num_key_value_heads=1, head_dim=2)  # unused by the MLP, but
+        # LlamaConfig validates them: one head divides every D, and RoPE wants an even head_dim
         with torch.device("meta"):
             hide(self, "_hf", LlamaMLP(cfg))
 
