@@ -237,13 +237,18 @@ class LawContext:
     profile: str
     seed: int | None
     recorder: Recorder = dataclasses.field(default_factory=Recorder)
+    repro_style: str = "check"
 
     @property
     def dtype_name(self) -> str:
         return DTYPE_NAMES[self.dtype]
 
     def repro(self) -> str:
-        """One command that reproduces this run."""
+        """One command that reproduces this run (a ``check`` line, or a pytest line under pytest)."""
+        if self.repro_style == "pytest":
+            cmd = (f'NANOLM_IMPL={self.impl.spec} pytest tests/test_laws.py -k "{self.law.name} and '
+                   f'{self.dtype_name} and {self.device}" --profile {self.profile}')
+            return cmd + (f" --hypothesis-seed={self.seed}" if self.seed is not None else "")
         cmd = (f"nanolm-verify check {self.impl.spec} --only {self.law.id} --dtype {self.dtype_name} "
                f"--device {self.device} --profile {self.profile}")
         return cmd + (f" --seed {self.seed}" if self.seed is not None else "")
@@ -357,8 +362,12 @@ class LawResult:
 
 
 def run_law(law: Law, impl: Implementation, *, dtype: torch.dtype | str, device: str = "cpu",
-            profile: str = "ci", seed: int | None = None) -> LawResult:
-    """Run one law against ``impl`` for one dtype and device under a profile (and seed) → LawResult."""
+            profile: str = "ci", seed: int | None = None, repro: str = "check") -> LawResult:
+    """Run one law against ``impl`` for one dtype and device under a profile (and seed) → LawResult.
+
+    ``repro``: the style of the reproduction line in failure messages, "check" (a ``nanolm-verify check``
+    command) or "pytest" (a ``pytest tests/test_laws.py -k …`` command).
+    """
     dtype = dtype_from_name(dtype)
     prof = profiles.get(profile)
     if seed is None and not prof.derandomize and law.uses_hypothesis:
@@ -369,7 +378,7 @@ def run_law(law: Law, impl: Implementation, *, dtype: torch.dtype | str, device:
     if reason:
         result.status, result.message = "skipped", reason
         return result
-    ctx = LawContext(law, impl, dtype, device, profile, seed)
+    ctx = LawContext(law, impl, dtype, device, profile, seed, repro_style=repro)
     token = _CONTEXT.set(ctx)
     start = time.perf_counter()
     saved = None
@@ -399,7 +408,8 @@ def run_law(law: Law, impl: Implementation, *, dtype: torch.dtype | str, device:
     rec = ctx.recorder
     result.duration = time.perf_counter() - start
     result.examples = rec.examples if law.uses_hypothesis else max(rec.examples, 1)
-    result.found_after = rec.first_failure if result.status == "failed" else None
+    if result.status == "failed":  # a law without @given fails on its one (enumerated) check
+        result.found_after = rec.first_failure if law.uses_hypothesis else max(rec.examples, 1)
     result.max_ulp, result.p99_ulp = rec.max_ulp, rec.p99_ulp
     result.worst_input = rec.failing_input if result.status == "failed" and rec.failing_input else rec.worst_input
     result.measurements = rec.measurements

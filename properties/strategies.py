@@ -35,7 +35,9 @@ _INT_VIEW = {torch.float64: torch.int64, torch.float32: torch.int32, torch.float
 # Feature dims: 1 (degenerate), odd and prime sizes (no power-of-two blocking hides a bug), a few powers of two.
 FAST_DIMS = (1, 2, 3, 4, 7, 8, 16, 31, 64, 123, 128, 256, 769)
 SLOW_DIMS = (1024, 2047, 4096, 8192)
-ELEMENTWISE_MAX_D = 16
+ELEMENTWISE_MAX_D = 12
+# Binade offsets of an element-wise drawn value, in shrink order: code 0 is 2^0, then nearby binades.
+_BINADES = (0, -1, 1, -2, -3, -4, -5, -6)
 # Row regimes: the structure of one row of x (see ``rows``).
 ROW_KINDS = ("normal", "eps_dominated", "large", "mean_shifted", "outlier", "zero", "constant", "tiny_and_huge")
 
@@ -144,6 +146,15 @@ def _scale_range(dtype: torch.dtype) -> tuple[int, int]:
     return (-14, 13) if dtype == torch.float16 else (-14, 14)
 
 
+def _decode(code: int, p: int) -> float:
+    """One drawn integer → ±(1 + m/2^p)·2^e: low p bits the mantissa, 3 bits the binade, the top bit the sign.
+
+    Code 0 is 1.0, so a shrunk element is 1.0, then a short mantissa in a nearby binade.
+    """
+    m, e, negative = code & (2**p - 1), _BINADES[(code >> p) & 7], code >> (p + 3)
+    return (-1.0 if negative else 1.0) * math.ldexp(1 + m / 2**p, e)
+
+
 @st.composite
 def _row(draw: st.DrawFn, D: int, dtype: torch.dtype, kinds: tuple[str, ...],
          scale_exps: tuple[int, int] | None = None) -> tuple[np.ndarray, str, float]:
@@ -160,11 +171,8 @@ def _row(draw: st.DrawFn, D: int, dtype: torch.dtype, kinds: tuple[str, ...],
     scale = 2.0**k
     p = MANTISSA_BITS[dtype]
     if D <= ELEMENTWISE_MAX_D:
-        mant = draw(st.lists(st.integers(0, 2**p - 1), min_size=D, max_size=D), label="mantissas")
-        exps = draw(st.lists(st.integers(-6, 1), min_size=D, max_size=D), label="binade offsets")
-        signs = draw(st.lists(st.booleans(), min_size=D, max_size=D), label="signs")
-        row = np.array([(-1.0 if s else 1.0) * math.ldexp(1 + m / 2**p, e)
-                        for m, e, s in zip(mant, exps, signs, strict=True)])
+        codes = draw(st.tuples(*[st.integers(0, 2 ** (p + 4) - 1)] * D), label="element bit codes")
+        row = np.array([_decode(c, p) for c in codes])
     else:
         rng = np.random.default_rng(draw(st.integers(0, 2**64 - 1), label="bulk seed"))
         row = rng.standard_normal(D).clip(-3.9, 3.9) / 2

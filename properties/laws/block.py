@@ -25,7 +25,7 @@ from properties.registry import count_examples, law, measure
 ZEROED = ("attn.wo.weight", "ffn.w_down.weight")
 
 
-@law("Block", cost=4)
+@law("Block", cost=2)
 @given(data=st.data())
 def block_matches_golden(impl, dtype, device, data):
     """|out − golden| ≤ bounds.block elementwise for the pre-norm block (GQA with G = 1, G = H and 1 < G < H)."""
