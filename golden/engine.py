@@ -245,6 +245,21 @@ def _pool_map(fn: Callable[[int], Any], items: list[int], work: int) -> list[Any
     return list(_POOL.map(fn, items))
 
 
+def _gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ bᵀ in float64. Small products run single-threaded (torch, one intra-op thread for the call): on a
+    busy machine a multi-threaded BLAS spins and is 20× slower on such sizes. Exactness does not depend on the
+    summation order (see :func:`_ozaki_shift`), so any GEMM is correct here.
+    """
+    if a.shape[0] * b.shape[0] * a.shape[1] >= (1 << 26):
+        return a @ b.T
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return (torch.from_numpy(a) @ torch.from_numpy(b).T).numpy()
+    finally:
+        torch.set_num_threads(prev)
+
+
 def _ozaki_shift(n: int) -> int:
     """Slice headroom: slices of ≤ 54 − s bits make every partial sum of n slice products exact in float64.
 
@@ -308,7 +323,7 @@ def _matvec_ozaki(W: np.ndarray, X: DD, tol_bits: int, stats: _Stats) -> DD | No
     if lo_x * lo_w < 2.0**-1000 or hi_x * hi_w > 2.0**900 / (n * 2.0**110):  # keep every product normal
         return None
     N, M, sx, sw = X.hi.shape[0], W.shape[0], len(xs[0]), len(ws[0])
-    prod = np.concatenate(xs[0]) @ np.concatenate(ws[0]).T  # one GEMM; every entry is an exact slice product sum
+    prod = _gemm(np.concatenate(xs[0]), np.concatenate(ws[0]))  # one GEMM; each entry an exact slice product sum
     parts = prod.reshape(sx, N, sw, M).transpose(1, 3, 0, 2).reshape(N, M, sx * sw)
     s, bound = dd.acc_sum(parts, tol_bits=tol_bits + 4)
     if np.any(xs[2]):
