@@ -74,7 +74,10 @@ def _pairwise_sum_in_dtype(v: torch.Tensor) -> torch.Tensor:
 
 
 def plot_error_vs_d(out_dir: Path) -> Path:
-    """RMSNorm in bf16: max and median ULP error vs D, fp32 accumulation vs true bf16 accumulations."""
+    """RMSNorm in bf16: max and median ULP error vs D, fp32 accumulation vs true bf16 accumulations.
+
+    Only the sum of squares differs between the three: the rest is computed in fp32 and rounded once.
+    """
     import nanolm_core
     from properties.gallery.bf16_accumulation import RMSNorm as Bf16AccumulatingRMSNorm
 
@@ -91,17 +94,17 @@ def plot_error_vs_d(out_dir: Path) -> Path:
         with torch.no_grad():
             ref.weight.copy_(w)
             seq.weight.copy_(w)
-            ms_pw = _pairwise_sum_in_dtype(x * x) / D  # (rows, 1), bf16 throughout
-            pairwise = x * torch.rsqrt(ms_pw + eps) * w
+            ss_pw = _pairwise_sum_in_dtype(x * x).float()  # (rows, 1): the sum in bf16, the rest as the reference
+            pairwise = (x.float() * torch.rsqrt(ss_pw / D + eps) * w.float()).to(torch.bfloat16)
             for key, y in (("fp32", ref(x)), ("bf16 sequential", seq(x)), ("bf16 pairwise", pairwise)):
                 err = _ulp_error(y, exact)
                 series[key].append((float(err.max()), float(np.median(err))))
 
     fig = _figure(7.5, 4.8)
     ax = fig.add_subplot()
-    styles = {"fp32": (_BLUE, "fp32 accumulation, one rounding (reference)"),
-              "bf16 sequential": (_RED, "bf16 sequential accumulation (gallery: bf16_accumulation)"),
-              "bf16 pairwise": (_ORANGE, "bf16 pairwise (tree) accumulation")}
+    styles = {"fp32": (_BLUE, "Σx² accumulated in fp32 (the reference)"),
+              "bf16 sequential": (_RED, "Σx² accumulated left to right in bf16 (gallery: bf16_accumulation)"),
+              "bf16 pairwise": (_ORANGE, "Σx² accumulated pairwise (tree) in bf16")}
     for key, (color, label) in styles.items():
         mx = [m for m, _ in series[key]]
         md = [max(p, 1e-2) for _, p in series[key]]
@@ -114,7 +117,8 @@ def plot_error_vs_d(out_dir: Path) -> Path:
     ax.set_xlabel("D (features per row)")
     ax.set_ylabel("|y − golden| in ULPs of bf16 (log)")
     ax.set_title("RMSNorm in bf16: error vs D by accumulation precision\n"
-                 f"(x ~ N(0.5, 1) in bf16, γ ~ 1 + 0.1·N(0, 1), {rows} rows per D)", fontsize=11)
+                 f"(x ~ N(0.5, 1) in bf16, γ ~ 1 + 0.1·N(0, 1), {rows} rows per D; the rest in fp32, rounded once)",
+                 fontsize=11)
     ax.legend(fontsize=8, loc="upper left")
     ax.grid(True, which="major", alpha=0.3)
     return _save(fig, out_dir, "rmsnorm_bf16_error_vs_d.png")
@@ -186,8 +190,11 @@ def plot_grad_vs_depth(out_dir: Path) -> Path:
                 ax.plot(depth, np.exp(np.log(curves).mean(axis=0)), style, ms=3, color=color,
                         alpha=1.0 if gain is None else 0.6, label=f"{kind}, {init}")
         ax.plot(depth, 0.9**depth, ":", color=_GREY, label="0.9^k (the course: 0.9³² ≈ 0.03)")
+        if skip_only:
+            ax.text(L, 1.5, "pre-norm: exactly 1 for both inits (the identity path)", color=_BLUE, fontsize=8,
+                    ha="right")
         ax.set_yscale("log")
-        ax.set_ylim(1e-7 if skip_only else None, None)
+        ax.set_ylim(1e-7 if skip_only else None, 3 if skip_only else None)
         ax.set_xlabel("k = layers between x and the output (32-layer stack)")
         ax.set_ylabel("‖∂loss/∂x‖ relative to the output (log)")
         ax.set_title(f"{title}\n({subtitle})", fontsize=10)

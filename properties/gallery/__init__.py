@@ -97,9 +97,9 @@ PITFALLS: dict[str, Pitfall] = dict([
            "attention without the causal mask"),
     _entry("gqa_modulo", "Block.block_matches_golden", "float32",
            "GQA: query head h reads kv head h mod G"),
-    _entry("rope_interleaved", "Block.block_matches_golden", "float32",
+    _entry("rope_interleaved", "Block.block_jacobian_is_identity_plus_branch", "float32",
            "RoPE on interleaved pairs, not rotate-half"),
-    _entry("missing_attention_scale", "Block.block_matches_golden", "float32",
+    _entry("missing_attention_scale", "Block.block_jacobian_is_identity_plus_branch", "float32",
            "attention scores without 1/√K"),
 ])
 # fmt: on
