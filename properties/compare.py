@@ -124,7 +124,9 @@ class Cell:
 
     @property
     def batch_text(self) -> str:
-        return {True: "yes", False: "no", None: "—"}[self.batch_invariant]
+        text = {True: "yes", False: "no", None: "—"}[self.batch_invariant]
+        probed = self.batch_source.startswith("probe") and self.batch_invariant is not None
+        return f"{text} (probe)" if probed else text
 
 
 def _num(value: Any) -> float | None:
@@ -225,7 +227,7 @@ def _fmt(value: float | None) -> str:
         return "—"
     if math.isinf(value):
         return "inf"
-    return f"{value:.2f}" if value < 1e4 else f"{value:.3g}"
+    return f"{value:.5g}"  # 5 significant digits: 0.50004 must not print as 0.50 beside "faithful"
 
 
 def _compact(worst: dict[str, Any] | None, limit: int = 90) -> str:
@@ -241,8 +243,11 @@ def _compact(worst: dict[str, Any] | None, limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def highlights(cells: Sequence[Cell]) -> list[str]:
-    """Sentences for every component × dtype × device where the implementations' accuracy classes differ."""
+def highlights(cells: Sequence[Cell], conventions: dict[str, dict[str, dict[str, Any]]] | None = None) -> list[str]:
+    """Sentences for every component × dtype × device where the implementations' accuracy classes differ.
+
+    ``conventions`` ({impl: {component: CONVENTIONS entry}}) adds what the least accurate one declares.
+    """
     groups: dict[tuple[str, str, str], list[Cell]] = {}
     for cell in cells:
         if cell.max_ulp is not None:
@@ -252,16 +257,29 @@ def highlights(cells: Sequence[Cell]) -> list[str]:
         if len({c.accuracy for c in group}) > 1:
             parts = "; ".join(f"{c.impl}: {c.accuracy} (max {_fmt(c.max_ulp)}, p99 {_fmt(c.p99_ulp)} ULP)"
                               for c in sorted(group, key=lambda c: c.max_ulp))
-            lines.append(f"{component} {dtype} {device} — {parts}")
+            worst = max(group, key=lambda c: c.max_ulp)
+            conv = (conventions or {}).get(worst.impl, {}).get(component, {})
+            declared = "; ".join(f"{key.replace('_', ' ')}: {conv[key]}" for key in ("rounding", "compute_dtype")
+                                 if key in conv)
+            lines.append(f"{component} {dtype} {device} — {parts}"
+                         + (f". {worst.impl} declares {declared}" if declared else ""))
     return lines
+
+
+def _declared(report: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    return {info["spec"]: info["conventions"] for info in report["impls"]}
 
 
 def _convention_rows(report: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     rows = []
     for info in report["impls"]:
         for component, conv in info["conventions"].items():
-            rows.append((info["spec"], component, conv.get("rounding", "—"), conv.get("compute_dtype", "—"),
-                         conv.get("weight_mapping", conv.get("weight_offset", "—"))))
+            if not conv:
+                rows.append((info["spec"], component, "not declared (see the module's docstrings)", "—", "—"))
+                continue
+            weight = conv.get("weight_mapping") or (f"offset {conv['weight_offset']}" if "weight_offset" in conv
+                                                    else "—")
+            rows.append((info["spec"], component, conv.get("rounding", "—"), conv.get("compute_dtype", "—"), weight))
     return rows
 
 
@@ -293,8 +311,9 @@ def render_markdown(report: dict[str, Any]) -> str:
            "ULP errors are against the golden (correctly rounded) value in the output dtype, maximised over every "
            "law that measures it and every example drawn; *p99* is the largest per-example 99th percentile. "
            "Accuracy class of the max: correctly rounded (≤ 0.5 ULP), faithful (< 1 ULP), else ≤ k ULP. "
-           "Batch-invariant: `op(x[:k]) == op(x)[:k]` bitwise.", ""]
-    lines = highlights(cells)
+           "Batch-invariant: `op(x[:k]) == op(x)[:k]` bitwise, from a law where one exists, else measured here "
+           "(probe: 16 rows or 4 sequences, k = 1, 3).", ""]
+    lines = highlights(cells, _declared(report))
     if lines:
         out += ["## Where the implementations differ", "", *[f"- {_md_escape(line)}" for line in lines], ""]
     for component in _components(cells):
@@ -331,6 +350,9 @@ pre{background:#f6f8fa;padding:.7em;overflow-x:auto;font-size:.85em;white-space:
 """
 
 
+_BATCH_HTML = {True: '<span class="ok">yes</span>', False: '<span class="no">no</span>', None: "—"}
+
+
 def _class_badge(cell: Cell) -> str:
     text = cell.accuracy
     css = {"correctly rounded": "cr", "faithful": "faithful", "—": "none"}.get(text, "kulp")
@@ -356,8 +378,9 @@ def render_html(report: dict[str, Any]) -> str:
            "<p>ULP errors are against the golden (correctly rounded) value in the output dtype, maximised over every "
            "law that measures it and every example drawn; <em>p99</em> is the largest per-example 99th percentile. "
            "Accuracy class of the max: correctly rounded (≤ 0.5 ULP), faithful (&lt; 1 ULP), else ≤ k ULP. "
-           "Batch-invariant: <code>op(x[:k]) == op(x)[:k]</code> bitwise.</p>"]
-    lines = highlights(cells)
+           "Batch-invariant: <code>op(x[:k]) == op(x)[:k]</code> bitwise, from a law where one exists, else measured "
+           "here (probe: 16 rows or 4 sequences, k = 1, 3).</p>"]
+    lines = highlights(cells, _declared(report))
     if lines:
         out += ["<h2>Where the implementations differ</h2>", '<ul class="hl">',
                 *[f"<li>{e(line)}</li>" for line in lines], "</ul>"]
@@ -369,7 +392,9 @@ def render_html(report: dict[str, Any]) -> str:
             row = _row(cell)
             first = ' class="first"' if previous is not None and cell.impl != previous else ""
             previous = cell.impl
-            batch = {"yes": '<span class="ok">yes</span>', "no": '<span class="no">no</span>'}.get(row[7], row[7])
+            batch = _BATCH_HTML[cell.batch_invariant]
+            if row[7].endswith("(probe)"):
+                batch += ' <span class="none" title="measured by compare, no law covers it">(probe)</span>'
             worst_json = e(json.dumps(cell.worst_input, indent=1)) if cell.worst_input else ""
             worst = (f'<details><summary>{e(row[8])}</summary><pre>{worst_json}</pre></details>'
                      if worst_json else e(row[8]))
@@ -424,7 +449,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"nanolm-verify compare: {exc}", file=sys.stderr)
         return 2
     paths = write(report, args.out)
-    for line in highlights(report["cells"]):
+    for line in highlights(report["cells"], _declared(report)):
         print(line)
     print("wrote " + ", ".join(str(p) for p in paths))
     return 0

@@ -72,15 +72,15 @@ def test_the_batch_probe_can_say_no():
 
 
 def test_highlights_name_the_differing_accuracy_classes_with_numbers(report):
-    [line] = compare.highlights(report["cells"])
-    assert line.startswith("RMSNorm bf16 cpu — torch: correctly rounded (max 0.50, p99 0.25 ULP); hf-llama:")
-    assert "max 1.25" in line
+    [line] = compare.highlights(report["cells"], compare._declared(report))
+    assert line.startswith("RMSNorm bf16 cpu — torch: correctly rounded (max 0.5, p99 0.25 ULP); hf-llama:")
+    assert "max 1.25" in line and "hf-llama declares rounding: two roundings" in line
 
 
 def test_markdown_and_html_show_the_numbers_classes_and_conventions(report, tmp_path):
     md, page, results = compare.write(report, tmp_path)
     text = md.read_text()
-    assert "| torch | bf16 | cpu | 2/2 | 0.50 | 0.25 | correctly rounded | yes |" in text
+    assert "| torch | bf16 | cpu | 2/2 | 0.5 | 0.25 | correctly rounded | yes (probe) |" in text
     assert "two roundings" in text  # hf-llama's declared convention
     body = page.read_text()
     assert body.startswith("<!doctype html>") and "<script" not in body

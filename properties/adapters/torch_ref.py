@@ -27,6 +27,7 @@ CONVENTIONS = {
         "eps_default": 1e-6,
         "eps_placement": "inside the square root",
         "weight_offset": 0.0,
+        "weight_mapping": "identity (nn.RMSNorm.weight)",
         "source": "torch.nn.RMSNorm / torch.nn.functional.rms_norm",
     },
     "SwiGLU": {
