@@ -211,7 +211,7 @@ def test_mpmath_recomputation_disagreement_raises(monkeypatch: pytest.MonkeyPatc
     """The mpmath evaluator compares prec and prec + 64 bits: an evaluation that depends on the precision fails."""
     orig = engine._MP.silu
 
-    def flaky(self, z):  # noqa: ANN001
+    def flaky(self, z):
         return orig(self, z) * (1 + self.ctx.ldexp(1, -self.ctx.prec + 40))
 
     monkeypatch.setattr(engine._MP, "silu", flaky)

@@ -27,8 +27,11 @@ def test_ulp_matches_the_spacing_of_the_dtype(dtype: torch.dtype) -> None:
     if dtype in (torch.float16, torch.bfloat16):
         v = torch.arange(0, 32768, dtype=torch.int32).to(torch.int16).view(dtype)
     else:
-        v = torch.cat([torch.rand(2000, dtype=dtype) * 10.0 ** torch.randint(-30, 30, (2000,)).to(dtype),
-                       torch.tensor([0.0, 1.0, 2.0, 0.5], dtype=dtype), torch.finfo(dtype).tiny * torch.rand(50, dtype=dtype)])
+        g = torch.Generator().manual_seed(0)
+        mags = 10.0 ** torch.randint(-30, 30, (2000,), generator=g)
+        v = torch.cat([torch.rand(2000, dtype=dtype, generator=g) * mags,
+                       torch.tensor([0.0, 1.0, 2.0, 0.5], dtype=dtype),
+                       torch.finfo(dtype).tiny * torch.rand(50, dtype=dtype, generator=g)])
     v = v[torch.isfinite(v) & (v < torch.finfo(dtype).max)]
     step = (torch.nextafter(v, torch.tensor(float("inf"), dtype=dtype)) - v).double().numpy()
     assert np.array_equal(ulp.ulp(v.double().numpy(), dtype), step)
