@@ -110,3 +110,13 @@ def test_cli_has_compare_and_unknown_implementations_exit_2(tmp_path, capsys):
     assert "no_such_module_xyz" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["compare", "torch"])  # --out is required
+
+
+def test_end_to_end_hf_llama_rounds_twice_where_torch_rounds_once():
+    """The report's headline, measured by the real laws: in bf16 torch's RMSNorm is correctly rounded, HF-Llama's
+    (x·r rounded, then ·w rounded again) is not."""
+    report = compare.run(["torch", "hf-llama"], only=["RMSNorm.rmsnorm_matches_golden"], dtypes=["bf16"])
+    torch_cell, hf_cell = report["cells"]
+    assert (torch_cell.laws_text, hf_cell.laws_text) == ("1/1", "1/1")  # both conventions pass
+    assert torch_cell.accuracy == "correctly rounded"
+    assert 0.5 < hf_cell.max_ulp < 2
