@@ -13,6 +13,7 @@ import nanolm_core
 from properties.impl import load
 
 transformers = pytest.importorskip("transformers")
+pytestmark = pytest.mark.hf
 
 CPU_ADAPTERS = ("torch", "hf-llama", "hf-gemma")
 CONFIG = nanolm_core.ModelConfig(dim=64, n_heads=4, n_kv_heads=2, ffn_dim=96, max_seq_len=16)

@@ -11,6 +11,7 @@ from properties.impl import load
 from properties.registry import LawResult
 
 pytest.importorskip("transformers")
+pytestmark = pytest.mark.hf
 
 
 def fake_runner(max_ulps: dict[str, float]):
