@@ -13,3 +13,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if torch.cuda.is_available():
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``slow`` tests (20-seed runs, D up to 8192) run only when selected with ``-m slow``."""
+    if "slow" in (config.getoption("markexpr", default="") or ""):
+        return
+    skip = pytest.mark.skip(reason="slow: select with -m slow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
