@@ -46,8 +46,8 @@ import torch
 from properties import ulp as _ulp
 
 __all__ = [
-    "LAMBDA", "Bound", "accuracy_class", "attention", "block", "compute_dtype", "rmsnorm", "rmsnorm_vjp", "swiglu",
-    "swiglu_vjp",
+    "LAMBDA", "Bound", "accuracy_class", "attention", "block", "compute_dtype", "rmsnorm", "rmsnorm_vjp", "silu",
+    "swiglu", "swiglu_vjp",
 ]
 
 LAMBDA = 6.0  # Higham–Mary confidence parameter: P(model bound exceeded) ≤ 2·exp(−λ²/2) per element
@@ -240,7 +240,8 @@ def _rmsnorm_e(x: _E, w: np.ndarray, eps: float, p: _P) -> tuple[_E, np.ndarray]
         rho = np.where(v > 0, ms / v, 0.0)  # sensitivity of r to a relative error of the mean square
     # relative error of r: ½(sum of squares γ_D + 1/D scaling)·ρ + ½(eps rounded to c + the add) + rsqrt (2 u_c)
     rel_r = 0.5 * (_depth(D) * p.uc) * rho + 0.5 * p.uc * (1 + (1 - rho)) + 2 * p.uc
-    y = xv * r * w
+    with np.errstate(all="ignore"):
+        y = xv * r * w
     ay = np.abs(y)
     # own rounding: x·r (u_c), ·w (u_c); conventions (b): x·r rounded to t, then ·w rounded (final rounding separate)
     own1 = (rel_r + 2 * p.uc) * ay + ((p.ut * ay + p.tiny_t * np.abs(w)) if p.narrow else 0.0)
@@ -394,6 +395,22 @@ def swiglu(x: Any, w_gate: Any, w_up: Any, w_down: Any, dtype: Any) -> Bound:
     core = (f"0.5 + min(e₁, λ√e₂), λ={LAMBDA:g}; e from γ_D=(⌈log2 D⌉+2)u_c, γ_F=(⌈log2 F⌉+2)u_c, silu 4u_c, "
             f"roundings of g,u,silu,h to t (u_t={p.ut:.3g}, u_c={p.uc:.3g})")
     return _finish(y, p, "swiglu", core, f"D={D}, F={F}", overflow=ov)
+
+
+def silu(z: Any, dtype: Any) -> Bound:
+    """Bound for SiLU s = z·σ(z) evaluated in c: (exp, add, divide, multiply) ≤ 4u_c·|s| (the condition number
+    |1 + z(1 − σ(z))| only matters for errors *in* z, which is exact here); convention z * sigmoid(z) in t rounds
+    σ(z) to t first: + u_t·|s| (t ≠ c); ½ ULP for the final rounding. A formula that cancels
+    (1 − 1/(1 + e^z) for z ≪ 0) exceeds it.
+    """
+    p = _P(_ulp.as_torch_dtype(dtype))
+    Z = _exact(z)
+    s, _ = _silu_e(_E.exact(Z), _P(p.c))
+    if p.narrow:  # σ(z) rounded to t before the product (z·sigmoid(z) in t): |z|·(u_t·σ + subnormal half-spacing)
+        loc = p.ut * np.abs(s.v) + np.abs(Z) * p.tiny_t
+        s = _E(s.v, s.e1 + loc, s.e2 + loc**2)
+    two = f" + u_{_NAMES[p.t]}·|silu(z)| + |z|·ulp_t(0)/2 (σ rounded to t)" if p.narrow else ""
+    return _finish(s, p, "silu", f"0.5 + 4·u_{_NAMES[p.c]}·|silu(z)|{two}", f"n={Z.size}")
 
 
 def swiglu_vjp(x: Any, w_gate: Any, w_up: Any, w_down: Any, grad_out: Any, dtype: Any) -> tuple[Bound, ...]:
