@@ -208,10 +208,17 @@ def assert_bitwise_equal(actual: torch.Tensor, expected: torch.Tensor, *, what: 
 
 
 def assert_unchanged(before: torch.Tensor, after: torch.Tensor, *, what: str) -> None:
-    """A tensor the implementation received is bitwise what it was before the call."""
+    """A tensor the implementation received is bitwise what it was before the call.
+
+    (A parameter the implementation keeps in another dtype — fp32 master weights — is compared by value.)
+    """
     __tracebackhide__ = True
-    same = before.shape == after.shape and before.dtype == after.dtype and bool(
-        torch.equal(before.view(_int_view(before.dtype)), after.detach().view(_int_view(after.dtype))))
+    after = after.detach().to(before.device)
+    if before.dtype != after.dtype:
+        assert_bitwise_equal(after, before, what=f"{what} was modified by the call", zeros_signed=True)
+        return
+    same = before.shape == after.shape and bool(
+        torch.equal(before.view(_int_view(before.dtype)), after.view(_int_view(after.dtype))))
     if not same:
         assert_bitwise_equal(after, before, what=f"{what} was modified by the call", zeros_signed=True)
         fail(f"{what} was modified by the call (bit patterns differ)")

@@ -21,12 +21,52 @@ from hypothesis import strategies as st
 
 from nanolm_core.config import ModelConfig
 from properties import profiles
-from properties.registry import DTYPE_NAMES, FLOAT_DTYPES
+from properties.registry import FLOAT_DTYPES
 
 __all__ = [
-    "ELEMENTWISE_MAX_D", "FAST_DIMS", "MANTISSA_BITS", "ROW_KINDS", "SLOW_DIMS", "BlockCase", "Gamma", "Rows",
-    "SwiGLUCase", "all_finite_values", "batch_shapes", "block_cases", "configs", "dims", "dtypes", "eps_values",
-    "exact_floats", "gammas", "linear_weight", "rows", "swiglu_cases", "to_dtype_exact",
+    "ELEMENTWISE_MAX_D",
+    "FAST_DIMS",
+    "GAMMA_KINDS",
+    "MANTISSA_BITS",
+    "RMSNORM_PINS",
+    "ROW_KINDS",
+    "SLOW_DIMS",
+    "SWIGLU_PINS",
+    "SWIGLU_ROW_KINDS",
+    "BlockCase",
+    "CausalCase",
+    "Gamma",
+    "GradCase",
+    "Pin",
+    "RMSNormCase",
+    "RowCase",
+    "Rows",
+    "ScaledCase",
+    "SwiGLUCase",
+    "TokenCase",
+    "all_finite_values",
+    "batch_shapes",
+    "block_cases",
+    "block_params",
+    "causal_cases",
+    "configs",
+    "cotangent",
+    "dims",
+    "dtypes",
+    "eps_values",
+    "exact_floats",
+    "fixed_config",
+    "gammas",
+    "linear_weight",
+    "rmsnorm_cases",
+    "rmsnorm_grad_cases",
+    "row_cases",
+    "rows",
+    "scaled_rmsnorm_cases",
+    "swiglu_cases",
+    "swiglu_grad_cases",
+    "swiglu_token_cases",
+    "to_dtype_exact",
 ]
 
 MANTISSA_BITS = {torch.float64: 52, torch.float32: 23, torch.float16: 10, torch.bfloat16: 7}
@@ -366,10 +406,6 @@ def block_cases(draw: st.DrawFn, dtype: torch.dtype, *, max_dim: int = 48, max_t
     logit_scale = 2.0 ** draw(st.integers(-2, 3), label="q/k scale exponent")
     seed = draw(st.integers(0, 2**63 - 1), label="weight seed")
     return BlockCase(config, x, block_params(config, dtype, seed, scale, logit_scale), scale, logit_scale)
-
-
-def describe_dtype(dtype: torch.dtype) -> str:
-    return DTYPE_NAMES[dtype]
 
 
 class RMSNormCase(NamedTuple):
