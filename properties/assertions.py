@@ -165,7 +165,8 @@ def _judge(a: np.ndarray, g: np.ndarray, err_ulp: np.ndarray, diff: np.ndarray, 
     __tracebackhide__ = True
     finite = err_ulp[np.isfinite(g)] if err_ulp.size else err_ulp
     max_ulp = float(finite.max()) if finite.size else 0.0
-    p99 = float(np.percentile(finite, 99)) if finite.size else 0.0
+    with np.errstate(invalid="ignore"):
+        p99 = float(np.percentile(np.minimum(finite, 1e300), 99)) if finite.size else 0.0
     if record:
         worst = int(np.argmax(np.where(np.isfinite(g), err_ulp, -1.0))) if err_ulp.size else 0
         registry.record_error(max_ulp, p99, worst_index=_index(worst, a.shape),
