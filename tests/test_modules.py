@@ -9,7 +9,6 @@ one fails on the course mistake it is named after (the wrong modules live in pro
 import pytest
 import torch
 
-from properties import profiles
 from properties.impl import load
 from properties.registry import LAWS, dtype_name, run_law
 
@@ -20,51 +19,42 @@ DEVICES = [
 ]
 
 
-def check(law_id: str, impl, dtype: torch.dtype, device: str = "cpu") -> None:
-    """Run one law as a pytest test: failed → fail with the law's message, skipped → skip with its reason."""
-    result = run_law(LAWS[law_id], impl, dtype=dtype, device=device, profile=profiles.resolve().name)
-    if result.status == "skipped":
-        pytest.skip(result.message)
-    if result.status != "passed":
-        pytest.fail(f"{law_id} [{result.status}]: {result.message}", pytrace=False)
-
-
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES)
 class TestRMSNorm:
-    def test_rmsnorm_does_not_center(self, impl, dtype, device):
+    def test_rmsnorm_does_not_center(self, law_runner, dtype, device):
         """RMSNorm keeps the mean: on a row of non-zero mean it is not LayerNorm without a bias."""
-        check("RMSNorm.rmsnorm_does_not_center", impl, dtype, device)
+        law_runner("RMSNorm.rmsnorm_does_not_center", dtype, device)
 
-    def test_rmsnorm_produces_unit_rms(self, impl, dtype, device):
+    def test_rmsnorm_produces_unit_rms(self, law_runner, dtype, device):
         """With γ = 1 every row of the output has RMS √(ms/(ms+eps)) ≈ 1: ‖y‖ = √D (per row, not per slab)."""
-        check("RMSNorm.rmsnorm_output_has_norm_sqrt_d", impl, dtype, device)
+        law_runner("RMSNorm.rmsnorm_output_has_norm_sqrt_d", dtype, device)
 
-    def test_rmsnorm_scales_with_gamma(self, impl, dtype, device):
+    def test_rmsnorm_scales_with_gamma(self, law_runner, dtype, device):
         """The output is linear in γ: y(x; γ) = γ ⊙ y(x; 1), with random γ (positive, negative, zero)."""
-        check("RMSNorm.rmsnorm_scales_with_gamma", impl, dtype, device)
+        law_runner("RMSNorm.rmsnorm_scales_with_gamma", dtype, device)
 
-    def test_rmsnorm_matches_reference(self, impl, dtype, device):
+    def test_rmsnorm_matches_reference(self, law_runner, dtype, device):
         """Within the derived bound of the golden (mpmath) value, in ULPs of the dtype."""
-        check("RMSNorm.rmsnorm_matches_golden", impl, dtype, device)
+        law_runner("RMSNorm.rmsnorm_matches_golden", dtype, device)
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES)
 class TestSwiGLU:
-    def test_swiglu_matches_reference(self, impl, dtype, device):
+    def test_swiglu_matches_reference(self, law_runner, dtype, device):
         """W_down(silu(W_gate x) ⊙ W_up x) within the derived bound of the golden value."""
-        check("SwiGLU.swiglu_matches_golden", impl, dtype, device)
+        law_runner("SwiGLU.swiglu_matches_golden", dtype, device)
 
-    def test_swiglu_gates_with_silu_elementwise(self, impl, dtype, device):
+    def test_swiglu_gates_with_silu_elementwise(self, law_runner, dtype, device):
         """With identity weights (F = D) the output is silu(x)·x per element."""
-        check("SwiGLU.swiglu_is_elementwise_silu_gate", impl, dtype, device)
+        law_runner("SwiGLU.swiglu_is_elementwise_silu_gate", dtype, device)
 
-    def test_swiglu_maps_zero_to_zero(self, impl, dtype, device):
-        check("SwiGLU.swiglu_maps_zero_to_zero", impl, dtype, device)
+    def test_swiglu_maps_zero_to_zero(self, law_runner, dtype, device):
+        law_runner("SwiGLU.swiglu_maps_zero_to_zero", dtype, device)
 
-    def test_swiglu_has_three_matrices_of_ffn_dim(self, impl, dtype, device):
-        check("SwiGLU.swiglu_has_three_matrices_of_ffn_dim", impl, dtype, device)
+    def test_swiglu_has_three_matrices_of_ffn_dim(self, law_runner, dtype, device):
+        law_runner("SwiGLU.swiglu_has_three_matrices_of_ffn_dim", dtype, device)
 
 
 @pytest.mark.parametrize(
