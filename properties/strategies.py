@@ -470,7 +470,16 @@ def _fp16_safe(v: float, dtype: torch.dtype) -> float:
     return min(v, 3e4) if dtype == torch.float16 else v
 
 
+def _subnormal_row(dtype: torch.dtype) -> RMSNormCase:
+    # Smallest normal: the row lies entirely below it (fp64 uses fp32's: x² of fp64 subnormals underflows to 0
+    # in any fp64 computation, and bounds.rmsnorm does not yet cover that regime).
+    tiny = float(torch.finfo(torch.float32 if dtype == torch.float64 else dtype).tiny)
+    x = torch.tensor([[tiny / 2, -tiny / 4, tiny / 8, tiny * 0.75, -tiny / 2**3, 0.0]], dtype=torch.float64)
+    return _rows_case(x.tolist(), ("eps_dominated",), eps=1e-6)(dtype)
+
+
 RMSNORM_PINS = {
+    "subnormal row": Pin("subnormal row", _subnormal_row),
     "zero row": Pin("zero row", _rows_case([[0.0] * 8, [1.0, -2.0, 3.0, 0.5, 0.25, -1.0, 2.0, 1.5]],
                                            ("zero", "normal"))),
     "one huge outlier": Pin("one huge outlier", lambda dt: _rows_case(

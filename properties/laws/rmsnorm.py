@@ -38,6 +38,7 @@ def _rows(t: torch.Tensor) -> np.ndarray:
 @example(data=PINS["zero row"])
 @example(data=PINS["one huge outlier"])
 @example(data=PINS["eps-dominated"])
+@example(data=PINS["subnormal row"])
 def rmsnorm_matches_golden(impl, dtype, device, data):
     """|y − golden| ≤ bounds.rmsnorm elementwise: y = x/√(mean(x²)+eps)⊙γ in every row regime (ULP error measured)."""
     case = data.draw(S.rmsnorm_cases(dtype), label="case")
