@@ -18,16 +18,21 @@ import nanolm_core
 from properties import strategies as S
 from properties.assertions import as_f64, assert_bitwise_equal, assert_close, assert_matches_golden, assert_unchanged
 from properties.assertions import fail as _fail
+from properties.impl import Implementation
 from properties.laws._harness import backward, block_forward, build_block, call, gradcheck, note
 from properties.laws._oracle import bounds_module, golden_module, unit_roundoff
 from properties.registry import count_examples, law, measure
+
+DType = torch.dtype
+Data = st.DataObject
+
 
 ZEROED = ("attn.wo.weight", "ffn.w_down.weight")
 
 
 @law("Block", cost=2)
 @given(data=st.data())
-def block_matches_golden(impl, dtype, device, data):
+def block_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """|out − golden| ≤ bounds.block elementwise for the pre-norm block (GQA with G = 1, G = H and 1 < G < H)."""
     c = data.draw(S.block_cases(dtype, max_dim=32, max_tokens=4), label="case")
     note(c)
@@ -38,7 +43,7 @@ def block_matches_golden(impl, dtype, device, data):
 
 @law("Block")
 @given(data=st.data())
-def block_is_identity_when_branches_are_zeroed(impl, dtype, device, data):
+def block_is_identity_when_branches_are_zeroed(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """With attn.wo = 0 and ffn.w_down = 0 the block is the identity: out = x bitwise and ∂out/∂x = I exactly."""
     c = data.draw(S.block_cases(dtype), label="case")
     note(c)
@@ -69,7 +74,7 @@ def _reference(config: nanolm_core.ModelConfig, params: dict[str, torch.Tensor],
 
 @law("Block", cost=2)
 @given(data=st.data())
-def block_jacobian_is_identity_plus_branch(impl, dtype, device, data):
+def block_jacobian_is_identity_plus_branch(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """vᵀ∂out/∂x = vᵀ(I + J_branch) matches the fp64 derivative within 2·(reference error in dtype) + (D+F+T)·u·‖·‖∞."""
     c = data.draw(S.block_cases(dtype, max_dim=32, max_tokens=4), label="case")
     note(c)
@@ -85,7 +90,7 @@ def block_jacobian_is_identity_plus_branch(impl, dtype, device, data):
 
 @law("Block")
 @given(data=st.data())
-def block_is_causal(impl, dtype, device, data):
+def block_is_causal(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """Changing tokens t, t+1, … leaves the outputs of tokens 0 … t−1 bitwise unchanged."""
     cc = data.draw(S.causal_cases(dtype), label="case")
     note(cc)
@@ -97,7 +102,7 @@ def block_is_causal(impl, dtype, device, data):
 
 @law("Block")
 @given(data=st.data())
-def block_preserves_shape_dtype_device(impl, dtype, device, data):
+def block_preserves_shape_dtype_device(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """out has x's shape (B, T, D), dtype and device."""
     c = data.draw(S.block_cases(dtype), label="case")
     note(c)
@@ -106,7 +111,7 @@ def block_preserves_shape_dtype_device(impl, dtype, device, data):
 
 @law("Block")
 @given(data=st.data())
-def block_does_not_modify_input(impl, dtype, device, data):
+def block_does_not_modify_input(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """The call leaves x and every weight bitwise unchanged."""
     c = data.draw(S.block_cases(dtype), label="case")
     note(c)
@@ -121,7 +126,7 @@ def block_does_not_modify_input(impl, dtype, device, data):
 
 @law("Block", dtypes=(torch.float64,))
 @given(data=st.data())
-def block_gradients_pass_gradcheck(impl, dtype, device, data):
+def block_gradients_pass_gradcheck(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """In fp64 the backward pass (x and every weight) agrees with finite differences (gradcheck)."""
     c = data.draw(S.block_cases(dtype, max_dim=16, max_tokens=3), label="case")
     note(c)
@@ -140,7 +145,7 @@ DEPTH = 4
 
 @law("Block", cost=2)
 @given(data=st.data())
-def block_preserves_gradient_through_depth(impl, dtype, device, data):
+def block_preserves_gradient_through_depth(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """Through L = 4 stacked blocks (rms(x) = 4, small branches) ‖vᵀ∂out/∂x‖/‖v‖ matches the fp64 pre-norm
     reference (the identity path keeps it ≈ 1; post-norm rescales it at every layer — measured)."""
     c = data.draw(S.block_cases(dtype, max_dim=32, max_tokens=3), label="case")
@@ -182,7 +187,7 @@ def llama_block_parameters(config: nanolm_core.ModelConfig) -> int:
 
 
 @law("Block", dtypes=(torch.float32,))
-def block_has_llama_parameter_count(impl, dtype, device):
+def block_has_llama_parameter_count(impl: Implementation, dtype: DType, device: str) -> None:
     """Block(config) has 2D + D·H·K + 2·D·G·K + H·K·D + 3·D·F parameters, F = config.ffn_dim (D=4096 → 11008)."""
     for config in PARAM_CONFIGS:
         factory = impl.factory("Block")

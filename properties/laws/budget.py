@@ -9,11 +9,15 @@ import torch
 
 import nanolm_core
 from properties.assertions import fail
+from properties.impl import Implementation
 from properties.registry import count_examples, law
+
+DType = torch.dtype
+
 
 
 @law("Block", dtypes=(torch.float32,))
-def block_ffn_dim_is_8d_over_3(impl, dtype, device):
+def block_ffn_dim_is_8d_over_3(impl: Implementation, dtype: DType, device: str) -> None:
     """Block(config).ffn uses F = config.ffn_dim = 256·⌈(8D/3)/256⌉ hidden units (D = 4096 → 11008, not 4D)."""
     for D, H in ((96, 4), (384, 6), (4096, 32)):
         config = nanolm_core.ModelConfig(dim=D, n_heads=H, n_kv_heads=H)

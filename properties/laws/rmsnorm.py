@@ -21,9 +21,14 @@ from properties.assertions import (
     assert_unchanged,
     fail,
 )
+from properties.impl import Implementation
 from properties.laws._harness import backward, build_rmsnorm, call, note, rmsnorm_forward
 from properties.laws._oracle import bound_rmsnorm, golden_module, golden_rmsnorm, rmsnorm_vjp_bounds
 from properties.registry import NotApplicable, law, measure
+
+DType = torch.dtype
+Data = st.DataObject
+
 
 PINS = S.RMSNORM_PINS
 U64 = 2.0**-53
@@ -39,7 +44,7 @@ def _rows(t: torch.Tensor) -> np.ndarray:
 @example(data=PINS["one huge outlier"])
 @example(data=PINS["eps-dominated"])
 @example(data=PINS["subnormal row"])
-def rmsnorm_matches_golden(impl, dtype, device, data):
+def rmsnorm_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """|y − golden| ≤ bounds.rmsnorm elementwise: y = x/√(mean(x²)+eps)⊙γ in every row regime (ULP error measured)."""
     case = data.draw(S.rmsnorm_cases(dtype), label="case")
     note(case)
@@ -51,7 +56,7 @@ def rmsnorm_matches_golden(impl, dtype, device, data):
 @law("RMSNorm")
 @given(data=st.data())
 @example(data=PINS["eps-dominated"])
-def rmsnorm_output_has_norm_sqrt_d(impl, dtype, device, data):
+def rmsnorm_output_has_norm_sqrt_d(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """With γ = 1, every row has ‖y‖₂ = √(D·ms/(ms+eps)), ms = mean(x²): on the sphere of radius √D when ms ≫ eps."""
     case = data.draw(S.rmsnorm_cases(dtype, gamma_kinds=("ones",)), label="case")
     case = case._replace(weight=torch.ones_like(case.weight), gamma="ones")
@@ -69,7 +74,7 @@ def rmsnorm_output_has_norm_sqrt_d(impl, dtype, device, data):
 @law("RMSNorm")
 @given(data=st.data())
 @example(data=PINS["constant row, mean 3"])
-def rmsnorm_preserves_sign(impl, dtype, device, data):
+def rmsnorm_preserves_sign(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """sign(y) = sign(x)·sign(γ) wherever y ≠ 0, exactly (rounding never flips a sign)."""
     case = data.draw(S.rmsnorm_cases(dtype), label="case")
     note(case)
@@ -84,7 +89,7 @@ def rmsnorm_preserves_sign(impl, dtype, device, data):
 
 @law("RMSNorm")
 @given(data=st.data())
-def rmsnorm_is_scale_invariant(impl, dtype, device, data):
+def rmsnorm_is_scale_invariant(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """f(α·x) = f(x) for α = 2^k up to eps: |f(αx) − f(x)| ≤ b(αx) + b(x) + |xγ|·|(ms+eps/α²)^-½ − (ms+eps)^-½|."""
     sc = data.draw(S.scaled_rmsnorm_cases(dtype), label="case")
     note(sc)
@@ -102,7 +107,7 @@ def rmsnorm_is_scale_invariant(impl, dtype, device, data):
 
 @law("RMSNorm")
 @given(data=st.data())
-def rmsnorm_scales_with_gamma(impl, dtype, device, data):
+def rmsnorm_scales_with_gamma(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """f_γ(x) = γ ⊙ f_1(x) for random γ (both signs, zeros): |f_γ − γ·f_1| ≤ b_γ + |γ|·b_1."""
     c = data.draw(S.rmsnorm_cases(dtype, gamma_kinds=("random_positive", "random_signed", "with_zeros",
                                                       "tiny_and_large")), label="case")
@@ -119,7 +124,7 @@ def rmsnorm_scales_with_gamma(impl, dtype, device, data):
 @law("RMSNorm")
 @given(data=st.data())
 @example(data=PINS["constant row, mean 3"])
-def rmsnorm_does_not_center(impl, dtype, device, data):
+def rmsnorm_does_not_center(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """With γ = 1, rows of non-zero mean keep it: Σ_i y_i = Σ_i x_i / √(ms+eps) (no mean subtraction)."""
     c = data.draw(S.rmsnorm_cases(dtype, kinds=("mean_shifted", "constant"), gamma_kinds=("ones",)), label="case")
     c = c._replace(weight=torch.ones_like(c.weight), gamma="ones")
@@ -135,7 +140,7 @@ def rmsnorm_does_not_center(impl, dtype, device, data):
 
 @law("RMSNorm")
 @given(data=st.data())
-def rmsnorm_rows_are_independent(impl, dtype, device, data):
+def rmsnorm_rows_are_independent(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """Row i of the output depends only on row i: changing every other row moves y_i by at most 2·bound."""
     rc = data.draw(S.row_cases(dtype), label="case")
     note(rc)
@@ -148,7 +153,7 @@ def rmsnorm_rows_are_independent(impl, dtype, device, data):
 
 @law("RMSNorm")
 @given(data=st.data())
-def rmsnorm_is_batch_invariant(impl, dtype, device, data):
+def rmsnorm_is_batch_invariant(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """f(x[:k]) == f(x)[:k] bitwise: a row's result does not depend on how many rows share the call (CPU)."""
     rc = data.draw(S.row_cases(dtype), label="case")
     note(rc)
@@ -164,7 +169,7 @@ def rmsnorm_is_batch_invariant(impl, dtype, device, data):
 
 @law("RMSNorm")
 @given(data=st.data())
-def rmsnorm_preserves_shape_dtype_device(impl, dtype, device, data):
+def rmsnorm_preserves_shape_dtype_device(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """y has x's shape (..., D) — including 1-D and 3-D x — and x's dtype and device, whatever γ's dtype."""
     c = data.draw(S.rmsnorm_cases(dtype, max_dim=64), label="case")
     note(c)
@@ -173,7 +178,7 @@ def rmsnorm_preserves_shape_dtype_device(impl, dtype, device, data):
 
 @law("RMSNorm")
 @given(data=st.data())
-def rmsnorm_does_not_modify_input(impl, dtype, device, data):
+def rmsnorm_does_not_modify_input(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """The call leaves x and γ bitwise unchanged (no in-place normalisation of the caller's tensor)."""
     c = data.draw(S.rmsnorm_cases(dtype, max_dim=64), label="case")
     note(c)
@@ -186,7 +191,7 @@ def rmsnorm_does_not_modify_input(impl, dtype, device, data):
 
 @law("RMSNorm")
 @given(data=st.data())
-def rmsnorm_maps_zero_row_to_zeros(impl, dtype, device, data):
+def rmsnorm_maps_zero_row_to_zeros(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """A zero row maps to a row of (finite) zeros: 0/√(0+eps)·γ = 0 — eps keeps padding rows NaN-free."""
     rc = data.draw(S.row_cases(dtype), label="case")
     c, zero = rc.case, rc.i
@@ -199,7 +204,8 @@ def rmsnorm_maps_zero_row_to_zeros(impl, dtype, device, data):
 
 @law("RMSNorm")
 @given(data=st.data(), poison=st.sampled_from((float("nan"), float("inf"), -float("inf"))))
-def rmsnorm_confines_nonfinite_to_row(impl, dtype, device, data, poison):
+def rmsnorm_confines_nonfinite_to_row(impl: Implementation, dtype: DType, device: str, data: Data,
+                                      poison: float) -> None:
     """A NaN or ±inf in row i leaves every other row finite and within 2·bound of its clean result."""
     rc = data.draw(S.row_cases(dtype), label="case")
     note(rc)
@@ -217,7 +223,7 @@ def rmsnorm_confines_nonfinite_to_row(impl, dtype, device, data, poison):
 
 @law("RMSNorm", dtypes=(torch.bfloat16,))
 @given(data=st.data())
-def rmsnorm_bf16_drift_from_fp32_is_bounded(impl, dtype, device, data):
+def rmsnorm_bf16_drift_from_fp32_is_bounded(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """On the same bf16 inputs, |f_bf16(x) − f_fp32(x)| ≤ b_bf16 + b_fp32 (both measured against one golden)."""
     c = data.draw(S.rmsnorm_cases(dtype), label="case")
     note(c)
@@ -232,7 +238,7 @@ def rmsnorm_bf16_drift_from_fp32_is_bounded(impl, dtype, device, data):
 
 @law("RMSNorm", cost=2)
 @given(data=st.data())
-def rmsnorm_gradients_match_golden(impl, dtype, device, data):
+def rmsnorm_gradients_match_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """The backward pass (dx and dγ for a random cotangent) matches golden.rmsnorm_vjp within a derived bound."""
     gc = data.draw(S.rmsnorm_grad_cases(dtype), label="case")
     note(gc)
@@ -252,7 +258,7 @@ def rmsnorm_gradients_match_golden(impl, dtype, device, data):
 
 @law("RMSNorm", dtypes=(torch.float64,))
 @given(data=st.data())
-def rmsnorm_gradients_pass_gradcheck(impl, dtype, device, data):
+def rmsnorm_gradients_pass_gradcheck(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """In fp64 the backward pass agrees with finite differences (torch.autograd.gradcheck on x and γ)."""
     c = data.draw(S.rmsnorm_cases(dtype, kinds=("normal", "mean_shifted", "outlier"), max_dim=32, max_rows=3),
                   label="case")

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from properties import strategies as S
 from properties.assertions import as_f64, assert_bitwise_equal, assert_close, assert_matches_golden, assert_unchanged
 from properties.assertions import fail as _fail
+from properties.impl import Implementation
 from properties.laws._harness import backward, build, build_swiglu, call, gradcheck, note, swiglu_forward
 from properties.laws._oracle import (
     DerivedBound,
@@ -26,6 +27,10 @@ from properties.laws._oracle import (
     swiglu_vjp_bounds,
 )
 from properties.registry import count_examples, law, measure
+
+DType = torch.dtype
+Data = st.DataObject
+
 
 PINS = S.SWIGLU_PINS
 NAMES = ("w_gate.weight", "w_up.weight", "w_down.weight")
@@ -42,7 +47,7 @@ def _b(case: S.SwiGLUCase, dtype: torch.dtype, w_down: torch.Tensor | None = Non
 @given(data=st.data())
 @example(data=PINS["zero token"])
 @example(data=PINS["large negative gate"])
-def swiglu_matches_golden(impl, dtype, device, data):
+def swiglu_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """|y − golden| ≤ bounds.swiglu elementwise for y = W_down(silu(W_gate x) ⊙ W_up x) (ULP error measured)."""
     c = data.draw(S.swiglu_cases(dtype), label="case")
     note(c)
@@ -53,7 +58,7 @@ def swiglu_matches_golden(impl, dtype, device, data):
 
 @law("SwiGLU")
 @given(data=st.data())
-def swiglu_maps_zero_to_zero(impl, dtype, device, data):
+def swiglu_maps_zero_to_zero(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """SwiGLU(0) = 0 exactly for any weights: silu(0)·0 = 0 (no bias, no offset)."""
     c = data.draw(S.swiglu_cases(dtype, max_dim=64), label="case")
     note(c)
@@ -84,7 +89,7 @@ def _silu_gate_golden(dtype: torch.dtype) -> tuple[torch.Tensor, _G, DerivedBoun
 
 
 @law("SwiGLU", dtypes=(torch.bfloat16, torch.float16))
-def swiglu_is_elementwise_silu_gate(impl, dtype, device):
+def swiglu_is_elementwise_silu_gate(impl: Implementation, dtype: DType, device: str) -> None:
     """With identity weights (F = D = 1), y = silu(x)·x for every finite bf16 / fp16 value x (exhaustive)."""
     x, gold, bound = _silu_gate_golden(dtype)
     eye = torch.eye(x.shape[-1], dtype=dtype)
@@ -95,7 +100,7 @@ def swiglu_is_elementwise_silu_gate(impl, dtype, device):
 
 @law("SwiGLU")
 @given(data=st.data())
-def swiglu_is_invariant_to_hidden_permutation(impl, dtype, device, data):
+def swiglu_is_invariant_to_hidden_permutation(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """Permuting the F hidden units (rows of W_gate, W_up and columns of W_down alike) leaves y unchanged (2·bound)."""
     c = data.draw(S.swiglu_cases(dtype, max_dim=128), label="case")
     perm = torch.tensor(data.draw(st.permutations(range(c.w_gate.shape[0])), label="hidden permutation"))
@@ -109,7 +114,7 @@ def swiglu_is_invariant_to_hidden_permutation(impl, dtype, device, data):
 
 @law("SwiGLU")
 @given(data=st.data())
-def swiglu_tokens_are_independent(impl, dtype, device, data):
+def swiglu_tokens_are_independent(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """Token i's output depends only on token i: redrawing every other token moves y_i by at most 2·bound."""
     tc = data.draw(S.swiglu_token_cases(dtype), label="case")
     note(tc)
@@ -122,7 +127,7 @@ def swiglu_tokens_are_independent(impl, dtype, device, data):
 
 @law("SwiGLU")
 @given(data=st.data())
-def swiglu_is_linear_in_w_down(impl, dtype, device, data):
+def swiglu_is_linear_in_w_down(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """f(W₁ + W₂) = f(W₁) + f(W₂) in W_down: |f(W) − f(W₁) − f(W₂)| ≤ b(W) + b(W₁) + b(W₂) + |h|·|W − (W₁+W₂)|
     (on outputs whose exact values, and hidden units, stay below half the dtype's range)."""
     c = data.draw(S.swiglu_cases(dtype, max_dim=128), label="case")
@@ -152,7 +157,7 @@ def _hidden(c: S.SwiGLUCase) -> np.ndarray:
 
 @law("SwiGLU")
 @given(data=st.data())
-def swiglu_preserves_shape_dtype_device(impl, dtype, device, data):
+def swiglu_preserves_shape_dtype_device(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """y has x's shape (..., D) — 1-D, 2-D and 3-D x — and x's dtype and device."""
     c = data.draw(S.swiglu_cases(dtype, max_dim=64), label="case")
     note(c)
@@ -161,7 +166,7 @@ def swiglu_preserves_shape_dtype_device(impl, dtype, device, data):
 
 @law("SwiGLU")
 @given(data=st.data())
-def swiglu_does_not_modify_input(impl, dtype, device, data):
+def swiglu_does_not_modify_input(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """The call leaves x and the three weight matrices bitwise unchanged."""
     c = data.draw(S.swiglu_cases(dtype, max_dim=64), label="case")
     note(c)
@@ -176,7 +181,7 @@ def swiglu_does_not_modify_input(impl, dtype, device, data):
 
 @law("SwiGLU", dtypes=(torch.bfloat16,))
 @given(data=st.data())
-def swiglu_bf16_drift_from_fp32_is_bounded(impl, dtype, device, data):
+def swiglu_bf16_drift_from_fp32_is_bounded(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """On the same bf16 inputs and weights, |f_bf16 − f_fp32| ≤ b_bf16 + b_fp32 (both against one golden)."""
     c = data.draw(S.swiglu_cases(dtype), label="case")
     note(c)
@@ -191,7 +196,7 @@ def swiglu_bf16_drift_from_fp32_is_bounded(impl, dtype, device, data):
 
 @law("SwiGLU", cost=2)
 @given(data=st.data())
-def swiglu_gradients_match_golden(impl, dtype, device, data):
+def swiglu_gradients_match_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """The backward pass (dx, dW_gate, dW_up, dW_down for a random cotangent) matches golden.swiglu_vjp within a
     running-error bound."""
     gc = data.draw(S.swiglu_grad_cases(dtype), label="case")
@@ -212,7 +217,7 @@ def swiglu_gradients_match_golden(impl, dtype, device, data):
 
 @law("SwiGLU", dtypes=(torch.float64,))
 @given(data=st.data())
-def swiglu_gradients_pass_gradcheck(impl, dtype, device, data):
+def swiglu_gradients_pass_gradcheck(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """In fp64 the backward pass agrees with finite differences (gradcheck on x and the three weights)."""
     c = data.draw(S.swiglu_cases(dtype, max_dim=16, max_rows=2, kinds=("normal", "mean_shifted")), label="case")
     note(c)
@@ -226,7 +231,7 @@ def swiglu_gradients_pass_gradcheck(impl, dtype, device, data):
 
 
 @law("SwiGLU", dtypes=(torch.float32,))
-def swiglu_has_three_matrices_of_ffn_dim(impl, dtype, device):
+def swiglu_has_three_matrices_of_ffn_dim(impl: Implementation, dtype: DType, device: str) -> None:
     """SwiGLU(D, F) has exactly three bias-free matrices: w_gate, w_up (F, D) and w_down (D, F) — 3·D·F parameters."""
     for D, F in ((8, 24), (96, 256), (123, 328)):
         module = build(impl, "SwiGLU", (D, F), {}, {n: torch.zeros(s) for n, s in
