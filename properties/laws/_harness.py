@@ -1,7 +1,7 @@
 """Building and calling the implementation under test per the contract; its failures become law failures.
 
-Modules are constructed with the contract's signature, moved with ``.to(device=, dtype=)`` and given their
-weights with ``load_state_dict(strict=True)`` under the contract's names. Anything the implementation
+Modules are constructed with the contract's signature, moved with ``.to(device=, dtype=)``, given their
+weights with ``load_state_dict(strict=True)`` under the contract's names and put in eval mode. Anything the implementation
 raises while being built, loaded or called is a failed law (AssertionError naming the step), except
 ``NotImplementedError`` (an exercise stub), which skips the law.
 """
@@ -49,7 +49,7 @@ def build(impl: Implementation, component: str, args: tuple[Any, ...], kwargs: d
     state = {k: v.to(device=device, dtype=dtype) for k, v in state.items()}
     _guard(f"{component}.load_state_dict(strict=True) with keys {sorted(state)}",
            lambda: module.load_state_dict(state, strict=True))
-    return module
+    return module.eval()  # inference numerics: no dropout (the contract's forward has none)
 
 
 def build_rmsnorm(impl: Implementation, weight: torch.Tensor, eps: float, dtype: torch.dtype, device: str) -> nn.Module:
