@@ -1,8 +1,8 @@
 """Building and calling the implementation under test per the contract; its failures become law failures.
 
 Modules are constructed with the contract's signature, moved with ``.to(device=, dtype=)``, given their
-weights with ``load_state_dict(strict=True)`` under the contract's names and put in eval mode. Anything the implementation
-raises while being built, loaded or called is a failed law (AssertionError naming the step), except
+weights with ``load_state_dict(strict=True)`` under the contract's names and put in eval mode. Anything the
+implementation raises while being built, loaded or called is a failed law (AssertionError naming the step), except
 ``NotImplementedError`` (an exercise stub), which skips the law.
 """
 

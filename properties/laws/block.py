@@ -143,6 +143,11 @@ def block_gradients_pass_gradcheck(impl: Implementation, dtype: DType, device: s
 DEPTH = 4
 
 
+def _ratio(blocks: list[torch.nn.Module], x: torch.Tensor, v: torch.Tensor) -> float:
+    """‖vᵀ ∂(stack(x))/∂x‖ / ‖v‖ through the blocks applied in order."""
+    return float(_vjp(torch.nn.Sequential(*blocks), x, v, "Block stack").double().norm() / v.double().norm())
+
+
 @law("Block", cost=2)
 @given(data=st.data())
 def block_preserves_gradient_through_depth(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
@@ -152,18 +157,13 @@ def block_preserves_gradient_through_depth(impl: Implementation, dtype: DType, d
     seeds = data.draw(st.lists(st.integers(0, 2**32), min_size=DEPTH, max_size=DEPTH), label="layer seeds")
     note(c)
     layers = [S.block_params(c.config, dtype, s, scale=2.0**-3) for s in seeds]
-    x, v = (c.x.double() * 4 / c.x.double().square().mean().sqrt().clamp_min(1e-3)).to(dtype), S.cotangent(
-        tuple(c.x.shape), dtype, 2)
-
-    def ratio(blocks: list[torch.nn.Module], x: torch.Tensor, v: torch.Tensor) -> float:
-        stack = torch.nn.Sequential(*blocks)
-        return float(_vjp(stack, x, v, "Block stack").double().norm() / v.double().norm())
-
-    got = ratio([build_block(impl, c.config, p, dtype, device) for p in layers], x.to(device), v.to(device))
-    exact = ratio([_reference(c.config, p, torch.float64) for p in layers], x.double(), v.double())
-    ref = ratio([_reference(c.config, p, dtype) for p in layers], x, v)
-    post = ratio([_reference(c.config, p, torch.float64, nanolm_core.PostNormBlock) for p in layers], x.double(),
-                 v.double())
+    x = (c.x.double() * 4 / c.x.double().square().mean().sqrt().clamp_min(1e-3)).to(dtype)  # rms(x) = 4
+    v = S.cotangent(tuple(c.x.shape), dtype, 2)
+    got = _ratio([build_block(impl, c.config, p, dtype, device) for p in layers], x.to(device), v.to(device))
+    exact = _ratio([_reference(c.config, p, torch.float64) for p in layers], x.double(), v.double())
+    ref = _ratio([_reference(c.config, p, dtype) for p in layers], x, v)
+    post = _ratio([_reference(c.config, p, torch.float64, nanolm_core.PostNormBlock) for p in layers], x.double(),
+                  v.double())
     measure("gradient norm ratio (impl, pre-norm fp64, post-norm fp64)", [got, exact, post])
     n = DEPTH * (c.config.dim + c.config.ffn_dim + x.shape[1])
     assert_close(np.array([got]), np.array([exact]), 2 * abs(ref - exact) + n * unit_roundoff(dtype) * exact,
