@@ -158,7 +158,10 @@ def _exact(t: Any, what: str) -> np.ndarray:
         t = t.detach()
         if not t.is_floating_point():
             raise TypeError(f"golden: {what} must be a float tensor, got {t.dtype}")
-        if t.dtype in (torch.float16, torch.bfloat16, torch.float32):
+        if t.dtype == torch.bfloat16:  # bf16 is the top half of an fp32: widen the bits (exact, and fast)
+            bits = t.to("cpu").contiguous().view(torch.int16).numpy().astype(np.int32) << 16
+            return bits.view(np.float32)
+        if t.dtype in (torch.float16, torch.float32):
             return t.to(device="cpu", dtype=torch.float32).numpy()
         if t.dtype == torch.float64:
             return t.to(device="cpu").numpy()
@@ -248,7 +251,7 @@ def _pool_map(fn: Callable[[int], Any], items: list[int], work: int) -> list[Any
 def _gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a @ bᵀ in float64. Small products run single-threaded (torch, one intra-op thread for the call): on a
     busy machine a multi-threaded BLAS spins and is 20× slower on such sizes. Exactness does not depend on the
-    summation order (see :func:`_ozaki_shift`), so any GEMM is correct here.
+    summation order (see :func:`_ozaki_bits`), so any GEMM is correct here.
     """
     if a.shape[0] * b.shape[0] * a.shape[1] >= (1 << 26):
         return a @ b.T
@@ -260,23 +263,29 @@ def _gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         torch.set_num_threads(prev)
 
 
-def _ozaki_shift(n: int) -> int:
-    """Slice headroom: slices of ≤ 54 − s bits make every partial sum of n slice products exact in float64.
+def _ozaki_bits(n: int, w_narrow: bool) -> tuple[int, int]:
+    """(bits of an x slice, bits of a W slice) such that every partial sum of n slice products is exact.
 
-    Two slices on grids g_x, g_w hold integers below 2^(54−s) (in units of g), so a product is an integer
-    multiple of g_x·g_w below 2^(108−2s) and a sum of n of them stays below 2^53 units iff
-    2s ≥ 55 + log2 n: every partial sum, in any order and with or without FMA, is then exact.
+    Slices on grids g_x, g_w hold integers below 2^b_x, 2^b_w (in units of g), so a product is an integer
+    multiple of g_x·g_w below 2^(b_x + b_w) and a sum of n of them stays below 2^53 units iff
+    b_x + b_w + ⌈log2 n⌉ ≤ 53: every partial sum, in any order and with or without FMA, is then exact.
+    ≤ 24-bit weights get wide slices (b_w = 28: one slice covers a bf16/fp16 row of ≤ 20 binades, so the big
+    matrix is read once) and x narrow ones; float64 weights split the budget evenly.
     """
-    return (56 + int(np.ceil(np.log2(max(n, 2)))) + 1) // 2
+    budget = 53 - int(np.ceil(np.log2(max(n, 2))))
+    b_w = 28 if w_narrow else budget // 2
+    return budget - b_w, b_w
 
 
-def _slice_rows(hi: np.ndarray, lo: np.ndarray | None, shift: int, max_slices: int, rel_stop: float = 0.0):
+def _slice_rows(hi: np.ndarray, lo: np.ndarray | None, bits: int, max_slices: int, rel_stop: float = 0.0,
+                copy: bool = True):
     """Error-free slicing of the rows of hi (+ lo): Σ_j S_j + R = hi + lo exactly, S_j on the per-row grid
-    2^-53·σ_j with |S_j| < 2^(54−shift) grid units (extraction q = fl((σ + r) − σ), σ = 2^shift·nextpow2(max|r|);
+    2^-53·σ_j holding integers below 2^bits (extraction q = fl((σ + r) − σ), σ = 2^(54−bits)·nextpow2(max|r|);
     a DD remainder is renormalised by TwoSum, also exact). Slicing stops when the remainder R is zero or, with
     ``rel_stop`` > 0, when max|R_i| ≤ rel_stop·max|row_i|. Returns (slices, grids, max|R| per row) or None.
     """
-    r_hi = np.array(hi, dtype=np.float64, copy=True)
+    shift = 54 - bits
+    r_hi = np.array(hi, dtype=np.float64, copy=copy)
     r_lo = None if lo is None or not np.any(lo) else np.array(lo, dtype=np.float64, copy=True)
     slices, grids = [], []
     mu0 = None
@@ -284,8 +293,8 @@ def _slice_rows(hi: np.ndarray, lo: np.ndarray | None, shift: int, max_slices: i
         if r_lo is not None:
             r_hi, r_lo = dd.two_sum(r_hi, r_lo)
             mu = np.max(np.abs(r_hi), axis=1) * (1 + 2.0**-50) + np.max(np.abs(r_lo), axis=1)
-        else:
-            mu = np.max(np.abs(r_hi), axis=1)
+        else:  # max|r| without an |r| temporary
+            mu = np.maximum(r_hi.max(axis=1), -r_hi.min(axis=1))
         if mu0 is None:
             mu0 = mu
         elif not np.any(mu > rel_stop * mu0):
@@ -301,35 +310,53 @@ def _slice_rows(hi: np.ndarray, lo: np.ndarray | None, shift: int, max_slices: i
     return None
 
 
-def _matvec_ozaki(W: np.ndarray, X: DD, tol_bits: int, stats: _Stats) -> DD | None:
-    """W x for many rows at once by the Ozaki–Ogita–Oishi error-free splitting: x = Σ_a X_a + R, W = Σ_b W_b
-    (rows sliced as in :func:`_slice_rows`), every X_a W_bᵀ is computed *exactly* by one float64 GEMM, and the
-    s_x·s_w exact partial results of each output are summed by :func:`golden.dd.acc_sum`. The x remainder R
-    (max|R_i| ≤ 2^-(tol+8+⌈log2 n⌉)·max|x_i|) is left out and bounded by max|R_i|·‖W_m‖₁. None if not applicable.
+def _matvec_ozaki(W: np.ndarray, X: DD, tol_bits: int, exact_x: bool = False) -> tuple[DD, np.ndarray] | None:
+    """W x by the Ozaki–Ogita–Oishi error-free splitting: x = Σ_a X_a + R, W = Σ_b W_b (rows sliced as in
+    :func:`_slice_rows`, widths from :func:`_ozaki_bits`), every X_a W_bᵀ computed *exactly* by float64 GEMM, and
+    the s_x·s_w exact partial results of each output summed by :func:`golden.dd.acc_sum`. W is processed in
+    cache-sized row chunks (read once). The x remainder R (max|R_i| ≤ 2^-(tol+8+⌈log2 n⌉)·max|x_i|, or R = 0
+    with ``exact_x``) is left out and bounded by max|R_i|·‖W_m‖₁. Returns (W x, error bound), or None when not
+    applicable (then the per-product path is used).
     """
-    n = W.shape[1]
-    shift = _ozaki_shift(n)
-    rel_stop = 2.0 ** -(tol_bits + 8 + int(np.ceil(np.log2(max(n, 2)))))
-    xs = _slice_rows(X.hi, X.lo, shift, 12, rel_stop)
-    ws = _slice_rows(W.astype(np.float64), None, shift, 8) if xs is not None else None
-    if xs is None or ws is None or not xs[0]:
+    M, n = W.shape
+    N = X.hi.shape[0]
+    b_x, b_w = _ozaki_bits(n, W.dtype == np.float32)
+    rel_stop = 0.0 if exact_x else 2.0 ** -(tol_bits + 8 + int(np.ceil(np.log2(max(n, 2)))))
+    xs = _slice_rows(X.hi, X.lo, b_x, 48 if exact_x else 24, rel_stop)
+    if xs is None or not xs[0]:
         return None
-    gx = [g[g > 0] for g in xs[1]]
-    gw = [g[g > 0] for g in ws[1]]
-    lo_x = min((g.min() for g in gx if g.size), default=1.0)
-    lo_w = min((g.min() for g in gw if g.size), default=1.0)
-    hi_x = max((g.max() for g in gx if g.size), default=1.0)
-    hi_w = max((g.max() for g in gw if g.size), default=1.0)
-    if lo_x * lo_w < 2.0**-1000 or hi_x * hi_w > 2.0**900 / (n * 2.0**110):  # keep every product normal
+    x_all = np.concatenate(xs[0])  # (s_x·N, n)
+    sx = len(xs[0])
+    gx = np.concatenate([g[g > 0] for g in xs[1]] + [np.ones(1)])
+    lo_x, hi_x = gx.min(), gx.max()
+    truncated = bool(np.any(xs[2]))
+    out_hi, out_lo, out_b = np.empty((N, M)), np.empty((N, M)), np.empty((N, M))
+    ch = max(1, min(M, (1 << 18) // max(1, n)))
+    failed: list[bool] = []
+
+    def run(i: int) -> None:
+        Wc = W[i:i + ch].astype(np.float64)
+        w_l1 = np.abs(Wc).sum(axis=1) if truncated else None  # ‖W_m‖₁ for the bound on the x remainder
+        ws = _slice_rows(Wc, None, b_w, 8, copy=False)
+        if ws is None:
+            failed.append(True)
+            return
+        gw = np.concatenate([g[g > 0] for g in ws[1]] + [np.ones(1)])
+        if lo_x * gw.min() < 2.0**-1000 or hi_x * gw.max() > 2.0**900 / (n * 2.0**110):  # keep products normal
+            failed.append(True)
+            return
+        c, sw = Wc.shape[0], len(ws[0])
+        prod = _gemm(x_all, np.concatenate(ws[0]) if sw > 1 else ws[0][0])  # exact slice-product sums
+        parts = prod.reshape(sx, N, sw, c).transpose(1, 3, 0, 2).reshape(N, c, sx * sw)
+        s, bound = dd.acc_sum(parts, tol_bits=tol_bits + 4)
+        if w_l1 is not None:
+            bound = bound + xs[2][:, None] * w_l1[None, :] * (1 + 2.0**-40)
+        out_hi[:, i:i + c], out_lo[:, i:i + c], out_b[:, i:i + c] = s.hi, s.lo, bound
+
+    _pool_map(run, list(range(0, M, ch)), M * n * max(1, sx))
+    if failed:
         return None
-    N, M, sx, sw = X.hi.shape[0], W.shape[0], len(xs[0]), len(ws[0])
-    prod = _gemm(np.concatenate(xs[0]), np.concatenate(ws[0]))  # one GEMM; each entry an exact slice product sum
-    parts = prod.reshape(sx, N, sw, M).transpose(1, 3, 0, 2).reshape(N, M, sx * sw)
-    s, bound = dd.acc_sum(parts, tol_bits=tol_bits + 4)
-    if np.any(xs[2]):
-        bound = bound + xs[2][:, None] * np.abs(W).astype(np.float64).sum(axis=1)[None, :] * (1 + 2.0**-40)
-    stats.record(s, bound)
-    return s
+    return DD(out_hi, out_lo), out_b
 
 
 def _matvec(W: np.ndarray, x: DD, x_narrow: bool, tol_bits: int, stats: _Stats, dl: _Deadline) -> DD:
@@ -343,10 +370,13 @@ def _matvec(W: np.ndarray, x: DD, x_narrow: bool, tol_bits: int, stats: _Stats, 
     lead = x.shape[:-1]
     X = x.reshape(-1, n)
     N = X.hi.shape[0]
-    if N >= 2 and n > 0 and M > 0:  # many rows: error-free slicing + BLAS beats per-product extraction
-        res = _matvec_ozaki(W, X, tol_bits, stats)
+    if (N >= 2 or W.dtype == np.float32) and n > 0 and M > 0:  # error-free slicing + BLAS: W read once
+        res = _matvec_ozaki(W, X, tol_bits)
+        if res is not None and np.any(res[1] > np.ldexp(np.abs(res[0].hi), -(tol_bits + 2))):
+            res = _matvec_ozaki(W, X, tol_bits, exact_x=True)  # cancellation: slice x completely (no remainder)
         if res is not None:
-            return DD(res.hi.reshape(*lead, M), res.lo.reshape(*lead, M))
+            stats.record(*res)
+            return DD(res[0].hi.reshape(*lead, M), res[0].lo.reshape(*lead, M))
     has_lo = bool(np.any(X.lo))
     w_narrow = W.dtype == np.float32
     if w_narrow and x_narrow and not has_lo:
