@@ -50,7 +50,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"golden verify: {corpus.MANIFEST}: {len(man['files'])} files, sha256 and sizes match")
         worst_all = 0.0
         n_cases = n_recomputed = 0
-        for fam in corpus.FAMILIES:
+        for fam in [f for f in corpus.FAMILIES if f"{f}.json" in man["files"]]:
             header, cases = corpus.load_family(fam, args.data, manifest=False)
             n_cases += len(cases)
             pick = cases if args.full else sorted(cases, key=lambda c: c.cost)[: max(0, args.sample)]
