@@ -227,7 +227,11 @@ def _fmt(value: float | None) -> str:
         return "—"
     if math.isinf(value):
         return "inf"
-    return f"{value:.5g}"  # 5 significant digits: 0.50004 must not print as 0.50 beside "faithful"
+    text = f"{value:.5g}"
+    shown = float(text)
+    if any(shown <= edge < value or value < edge <= shown for edge in (0.5, 1.0)):
+        text = f"{value:.17g}"  # e.g. 0.5000000000000042: not correctly rounded, and it must not read as 0.5
+    return text
 
 
 def _compact(worst: dict[str, Any] | None, limit: int = 90) -> str:
