@@ -5,8 +5,8 @@
     python bench/xdist_speedup.py --repeat 3       # best of three runs of each mode
 
 Prints one line per run and the ratio serial / parallel of the best wall-clock times, with the CPU count;
-both modes run in this one invocation, so the machine's load is the same for both. Exit status 1 when a
-pytest run fails (a speedup of a failing suite means nothing).
+both modes run in this one invocation, so the machine's load is the same for both. A failing pytest run is
+reported and the measurement goes on (both modes run the same tests); the exit status is then 1.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import os
 import subprocess
 import sys
 import time
+
+FAILED: list[str] = []
 
 
 def timed_pytest(args: list[str], workers: str | None) -> float:
@@ -30,8 +32,7 @@ def timed_pytest(args: list[str], workers: str | None) -> float:
     tail = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
     print(f"{'serial' if not workers else '-n ' + workers:>10}: {elapsed:7.1f} s   {tail}", flush=True)
     if proc.returncode not in (0, 5):  # 5: nothing collected
-        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-2000:])
-        raise SystemExit(1)
+        FAILED.append(f"{'serial' if not workers else '-n ' + workers}: {tail}")
     return elapsed
 
 
@@ -46,13 +47,15 @@ def main(argv: list[str] | None = None) -> int:
     serial = min(timed_pytest(selection, None) for _ in range(args.repeat))
     parallel = min(timed_pytest(selection, args.workers) for _ in range(args.repeat))
     result = {"selection": selection, "cpus": os.cpu_count(), "workers": args.workers, "serial_s": round(serial, 2),
-              "parallel_s": round(parallel, 2), "speedup": round(serial / parallel, 2)}
+              "parallel_s": round(parallel, 2), "speedup": round(serial / parallel, 2), "failed_runs": FAILED}
     print(f"speedup serial/-n {args.workers}: {result['speedup']}× on {result['cpus']} CPUs "
           f"({serial:.1f} s → {parallel:.1f} s)")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(result, fh, indent=1)
-    return 0
+    if FAILED:
+        print("note: some runs had failing tests (same selection in both modes): " + "; ".join(FAILED))
+    return 1 if FAILED else 0
 
 
 if __name__ == "__main__":
