@@ -41,8 +41,9 @@ class Demo:
 
     @property
     def ok(self) -> bool:
-        """Caught, and the reference (if run) passes the same law."""
-        return self.caught and (self.reference is None or self.reference.status == "passed")
+        """As expected: caught (or a declared known gap, ``pitfall.pending``), and the reference (if run) passes."""
+        expected = self.caught or bool(self.pitfall.pending)
+        return expected and (self.reference is None or self.reference.status == "passed")
 
 
 def demonstrate(name: str, *, profile: str = "ci", seed: int | None = None, device: str = "cpu",
@@ -160,6 +161,17 @@ def _title(name: str) -> str:
     return (module.__doc__ or name).strip().splitlines()[0].removeprefix("Pitfall:").strip()
 
 
+def examples_needed(result: Any) -> str:
+    """How much it took to catch: "2" examples until the first failure (Hypothesis laws), "1 check" for a plain
+    law, "exhaustive (65280 values)" for a law that checks every value of a dtype at once."""
+    from properties.registry import LAWS
+
+    law = LAWS.get(result.law_id)
+    if law is not None and law.uses_hypothesis:
+        return str(result.found_after or result.examples)
+    return "1 check" if result.examples <= 1 else f"exhaustive ({result.examples} values)"
+
+
 def _describe_input(worst: dict[str, Any] | None) -> str:
     if not worst:
         return "(no input description recorded)"
@@ -180,13 +192,17 @@ def render_demo(demo: Demo, index: int, total: int, width: int = DEFAULT_WIDTH) 
     lines += textwrap.wrap(f"The law: {r.law}", width, subsequent_indent="  ")
     lines.append("")
     if demo.caught:
-        found = f"found after {r.found_after} example(s)" if r.found_after else f"{r.examples} example(s) run"
+        needed = examples_needed(r)
+        found = f"found after {needed} example(s)" if needed.isdigit() else needed
         lines.append(f"Counterexample (shrunk; {found}):")
         lines += textwrap.wrap(_describe_input(r.worst_input), width, initial_indent="  ", subsequent_indent="    ")
         lines.append("What the law saw (golden, actual, bound):")
         lines += _message_lines(r.message, width)
         lines.append("")
         lines += textwrap.wrap(f"✔ CAUGHT: {p.law} failed on {demo.name} ({r.dtype}), as it should.", width)
+    elif p.pending:
+        lines += textwrap.wrap(f"… NOT CAUGHT YET (a known gap): {p.law} returned '{r.status}' after {r.examples} "
+                               f"example(s) in the {r.profile} profile. Why: {p.pending}.", width)
     else:
         lines += textwrap.wrap(f"✘ NOT CAUGHT: {p.law} returned '{r.status}' on {demo.name} after {r.examples} "
                                f"example(s) — the gallery expects 'failed'.", width)
@@ -204,18 +220,33 @@ def render_demo(demo: Demo, index: int, total: int, width: int = DEFAULT_WIDTH) 
 
 def _summary(demos: Iterable[Demo], width: int) -> list[str]:
     demos = list(demos)
-    lines = ["═" * width, "Summary: pitfall → law that catches it (examples until caught)"]
-    name_w = max(len(d.name) for d in demos)
+    rows = []
     for d in demos:
-        status = f"caught after {d.result.found_after}" if d.caught else f"NOT caught ({d.result.status})"
+        if d.caught:
+            needed = examples_needed(d.result)
+            status = f"all {d.result.examples}" if needed.startswith("exhaustive") else needed
+        elif d.pitfall.pending:
+            status = "pending"
+        else:
+            status = f"NOT caught ({d.result.status})"
         if d.reference is not None and d.reference.status != "passed":
             status += f"; reference {d.reference.status}"
-        law = d.pitfall.law.split(".", 1)[1]
-        line = f"  {'✔' if d.ok else '✘'} {d.name:<{name_w}}  {law}"
-        lines.append(line if len(line) + len(status) + 2 <= width else line[: width - len(status) - 3] + "…")
-        lines[-1] = f"{lines[-1]:<{width - len(status) - 1}} {status}"
-    caught = sum(d.ok for d in demos)
-    lines.append(f"{caught} of {len(demos)} pitfalls caught as expected.")
+        rows.append(("✔" if d.ok and d.caught else "…" if d.ok else "✘", d.name, d.pitfall.law.split(".", 1)[1],
+                     status))
+    name_w = max(len(r[1]) for r in rows)
+    law_w = max(len(r[2]) for r in rows)
+    stat_w = max(len(r[3]) for r in rows)
+    law_w = max(8, min(law_w, width - name_w - stat_w - 5))
+    lines = ["═" * width, "Summary: each pitfall, the law that catches it, and the examples it took",
+             f"  {'pitfall':<{name_w}} {'law':<{law_w}} examples"]
+    for mark, name, law, status in rows:
+        law = law if len(law) <= law_w else law[: law_w - 1] + "…"
+        lines.append(f"{mark} {name:<{name_w}} {law:<{law_w}} {status}")
+    caught = sum(d.caught for d in demos)
+    pending = sum(d.ok and not d.caught for d in demos)
+    lines.append(f"{caught} of {len(demos)} pitfalls caught" + (f", {pending} pending (a known gap, see above)"
+                                                                 if pending else "") + ".")
+    lines.append("('all N': an exhaustive law checked N values at once.)")
     return lines
 
 
@@ -248,7 +279,8 @@ def kill_matrix(profile: str = "ci", device: str = "cpu") -> dict[str, dict[str,
 
 def _cell(result: Any, named: bool) -> str:
     if result.status == "failed":
-        text = f"✔ {result.found_after or result.examples}"
+        needed = examples_needed(result)
+        text = "✔ " + ("all" if needed.startswith("exhaustive") else needed.removesuffix(" check"))
     else:
         text = {"passed": "·", "skipped": "–", "error": "E"}.get(result.status, "?")
     return f"**{text}**" if named else text
@@ -276,19 +308,24 @@ def render_markdown(matrix: dict[str, dict[str, Any]], profile: str = "ci") -> s
     ]
     for i, (name, p) in enumerate(PITFALLS.items(), 1):
         r = matrix[name][p.law]
-        needed = str(r.found_after or r.examples) if r.status == "failed" else f"NOT CAUGHT ({r.status})"
+        if r.status == "failed":
+            needed = examples_needed(r)
+        else:
+            needed = f"pending: {p.pending}" if p.pending else f"NOT CAUGHT ({r.status})"
         ref_status = ref[p.law].status if p.law in ref else "not run"
         lines.append(f"| {i} | `{name}` | {p.title} | `{p.law}` | {r.dtype} | {needed} | {ref_status} |")
     lines += [
         "",
         "“Examples needed”: Hypothesis examples until the first failure (before shrinking), explicit `@example` "
-        "pins included; a law without `@given` counts one.",
+        "pins included; “1 check”: a law without `@given` (one deterministic check); “exhaustive”: a law that "
+        "checks every value of the dtype in one call.",
         "",
         "## The kill matrix",
         "",
         "Every pitfall against every law of its component, in the pitfall's dtype where the law applies (else "
         "the law's own dtype). `✔ n`: the law fails the pitfall (caught after n examples); `·`: passes; `–`: "
-        "skipped (dtype not applicable); `E`: error. **Bold**: the law named in the catalogue. The last row is the "
+        "skipped (dtype not applicable); `E`: error; `✔ all`: caught by an exhaustive law (every value of the "
+        "dtype at once). **Bold**: the law named in the catalogue. The last row is the "
         "reference, which must pass every law.",
     ]
     for component in ("RMSNorm", "SwiGLU", "Block"):
@@ -305,8 +342,38 @@ def render_markdown(matrix: dict[str, dict[str, Any]], profile: str = "ci") -> s
         if ref:
             lines.append("| *nanolm_core* | " + " | ".join(_cell(ref[law_id], False) for law_id in law_ids) + " |")
     caught = [n for n, p in PITFALLS.items() if matrix[n][p.law].status == "failed"]
-    lines += ["", f"{len(caught)} of {len(PITFALLS)} pitfalls are caught by their named law.", ""]
-    return "\n".join(lines)
+    pending = [n for n, p in PITFALLS.items() if p.pending and n not in caught]
+    lines += ["", f"{len(caught)} of {len(PITFALLS)} pitfalls are caught by their named law in the `{profile}` profile"
+              + (f"; pending (known gaps, see the catalogue): {', '.join(pending)}" if pending else "") + ".", ""]
+    return "\n".join(lines) + figures_section()
+
+
+FIGURES = (
+    ("rmsnorm_bf16_error_vs_d.png", "bf16_accumulation",
+     "RMSNorm in bf16, error in ULPs against golden vs D: the sum of squares accumulated in fp32 (the reference) "
+     "stays correctly rounded; accumulated left to right in bf16 it grows to hundreds of ULPs; a pairwise bf16 "
+     "tree stays near 1 ULP."),
+    ("eps_placement.png", "eps_outside_sqrt",
+     "x/(rms + eps) against x/√(ms + eps) vs the input's RMS: below fp32 rounding at unit scale, 41% at rms = 1e-3."),
+    ("silu_cancellation.png", "silu_cancellation",
+     "silu(z) in bf16: torch's F.silu vs z·(1 − σ(−z)), whose relative error reaches 100% for z < −6.24."),
+    ("grad_norm_vs_depth.png", "post_norm",
+     "Gradient through a 32-layer stack: along the residual path pre-norm passes it unchanged, post-norm rescales "
+     "it at every layer (the course's 0.9³² ≈ 0.03 story); with the branches' Jacobians included (right panel), the "
+     "total gradient at initialisation does not decay in either: pre-norm's identity path holds for any weights, "
+     "post-norm's factor depends on ‖x + f(x)‖ at every layer."),
+    ("rmsnorm_geometry.png", "mean_subtraction",
+     "RMSNorm maps every row to the sphere of radius √D; LayerNorm (= RMSNorm after centring) to its great circle "
+     "⊥ 𝟏 — what mean subtraction throws away."),
+)
+
+
+def figures_section() -> str:
+    """The figures (made by ``nanolm-verify plot all --out docs``) that illustrate pitfalls, as Markdown."""
+    lines = ["## Figures", "", "Made by `nanolm-verify plot all --out docs`.", ""]
+    for png, pitfall, caption in FIGURES:
+        lines += [f"### `{pitfall}` — {png}", "", f"![{png}]({png})", "", caption, ""]
+    return "\n" + "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------------------- CLI
@@ -331,7 +398,7 @@ def _run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         matrix = kill_matrix(args.profile, args.device)
         Path(args.markdown).write_text(render_markdown(matrix, args.profile), encoding="utf-8")
         print(f"wrote {args.markdown}", file=out)
-        return 0 if all(matrix[n][p.law].status == "failed" for n, p in PITFALLS.items()) else 1
+        return 0 if all(matrix[n][p.law].status == "failed" or p.pending for n, p in PITFALLS.items()) else 1
     names = args.names or list(PITFALLS)
     unknown = [n for n in names if n not in PITFALLS]
     if unknown:
