@@ -130,6 +130,11 @@ class _P:
         return float(_ulp.ulp(np.zeros(1), self.t)[0]) / 2
 
     @property
+    def tiny_c(self) -> float:
+        """Half the subnormal spacing of c: the absolute error of an operation in c that underflows."""
+        return float(_ulp.ulp(np.zeros(1), self.c)[0]) / 2
+
+    @property
     def max_t(self) -> float:
         return float(torch.finfo(self.t).max)
 
@@ -181,8 +186,8 @@ def _round(a: _E, u: float, tiny: float = 0.0) -> _E:
 
 
 def _op(a: _E, p: _P, k: float = 1.0) -> _E:
-    """k roundings in the compute precision c."""
-    return _round(a, k * p.uc)
+    """k roundings in the compute precision c (each ≤ u_c·|v|, or half a subnormal spacing when it underflows)."""
+    return _round(a, k * p.uc, k * p.tiny_c)
 
 
 def _to_t(a: _E, p: _P) -> _E:
@@ -210,9 +215,9 @@ def _contract(a: _E, b: _E, spec: str, n: int, p: _P) -> _E:
     v = ein(spec, a.v, b.v)
     absa, absb = np.abs(a.v), np.abs(b.v)
     k1, k2, k3 = _dot_consts(n)
-    e1 = ein(spec, a.e1, absb) + ein(spec, absa, b.e1) + k1 * p.uc * ein(spec, absa, absb)
+    e1 = ein(spec, a.e1, absb) + ein(spec, absa, b.e1) + k1 * p.uc * ein(spec, absa, absb) + 2 * n * p.tiny_c
     sq = ein(spec, a.v**2, b.v**2)
-    e2 = ein(spec, a.e2, b.v**2) + ein(spec, a.v**2, b.e2) + p.uc**2 * (k2 * sq + k3 * v**2)
+    e2 = ein(spec, a.e2, b.v**2) + ein(spec, a.v**2, b.e2) + p.uc**2 * (k2 * sq + k3 * v**2) + 4 * n * p.tiny_c**2
     return _E(v, e1, e2)
 
 
@@ -223,8 +228,8 @@ def _linear(a: _E, W: np.ndarray, p: _P) -> _E:
     aW = np.abs(W)
     W2 = W**2
     k1, k2, k3 = _dot_consts(n)
-    e1 = a.e1 @ aW.T + k1 * p.uc * (np.abs(a.v) @ aW.T)
-    e2 = a.e2 @ W2.T + p.uc**2 * (k2 * ((a.v**2) @ W2.T) + k3 * v**2)
+    e1 = a.e1 @ aW.T + k1 * p.uc * (np.abs(a.v) @ aW.T) + 2 * n * p.tiny_c  # + underflow of products and sums
+    e2 = a.e2 @ W2.T + p.uc**2 * (k2 * ((a.v**2) @ W2.T) + k3 * v**2) + 4 * n * p.tiny_c**2
     return _to_t(_E(v, e1, e2), p)
 
 
@@ -244,7 +249,8 @@ def _rmsnorm_e(x: _E, w: np.ndarray, eps: float, p: _P) -> tuple[_E, np.ndarray]
         y = xv * r * w
     ay = np.abs(y)
     # own rounding: x·r (u_c), ·w (u_c); conventions (b): x·r rounded to t, then ·w rounded (final rounding separate)
-    own1 = (rel_r + 2 * p.uc) * ay + ((p.ut * ay + p.tiny_t * np.abs(w)) if p.narrow else 0.0)
+    own1 = (rel_r + 2 * p.uc) * ay + 2 * p.tiny_c * (1 + np.abs(w)) + ((p.ut * ay + p.tiny_t * np.abs(w))
+                                                                           if p.narrow else 0.0)
     own2 = own1**2  # the row-common r error is coherent within the row: keep it as one source per element
     # propagated input error: ∂y_i/∂x_j = r w_i (δ_ij − x_i x_j r²/D)
     with np.errstate(all="ignore"):
@@ -266,7 +272,10 @@ def _silu_e(g: _E, p: _P) -> tuple[_E, np.ndarray]:
     sig = _sigmoid(g.v)
     s = g.v * sig
     ds = sig * (1 + g.v * (1 - sig))
-    return _to_t(_op(_fn(g, s, ds), p, 4.0), p), sig
+    s_e = _op(_fn(g, s, ds), p, 4.0)
+    under = 2 * np.abs(g.v) * p.tiny_c  # e^(−|z|) may underflow in c: σ off by ≤ η_c, silu by ≤ |z|·η_c
+    s_e = _E(s_e.v, s_e.e1 + under, s_e.e2 + under**2)
+    return _to_t(s_e, p), sig
 
 
 def _swiglu_e(x: _E, Wg: np.ndarray, Wu: np.ndarray, Wd: np.ndarray, p: _P) -> tuple[_E, dict[str, Any]]:
