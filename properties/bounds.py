@@ -26,6 +26,9 @@ How (one scheme for all components). Each intermediate value v carries two first
   plus (m²/(3n) + n/(3m))·s² for a common bias (partial sums grow linearly); GPU MMA chains (sequential
   over n/16 chunks) are covered by the floors n/32 and n/48.
 
+Underflow: every operation in c may also err by the smallest normal of c (flush-to-zero included: torch's
+vectorised CPU exp flushes subnormal results), every rounding to t by half its subnormal spacing.
+
 The pre-rounding error allowed is δ = min(e₁, λ·√e₂) with **λ = 6** (failure probability ≤ 2e⁻¹⁸ ≈ 3·10⁻⁸
 per element under the model; the deterministic e₁ is always a valid first-order bound, so the minimum
 never admits more than the worst case). The final rounding to t then adds half a ULP at the rounded
@@ -131,8 +134,9 @@ class _P:
 
     @property
     def tiny_c(self) -> float:
-        """Half the subnormal spacing of c: the absolute error of an operation in c that underflows."""
-        return float(_ulp.ulp(np.zeros(1), self.c)[0]) / 2
+        """The smallest normal of c: the absolute error of an operation in c that underflows, flush-to-zero
+        included (torch's vectorised CPU exp and GPU fast paths flush subnormal results)."""
+        return float(torch.finfo(self.c).smallest_normal)
 
     @property
     def max_t(self) -> float:
@@ -273,7 +277,7 @@ def _silu_e(g: _E, p: _P) -> tuple[_E, np.ndarray]:
     s = g.v * sig
     ds = sig * (1 + g.v * (1 - sig))
     s_e = _op(_fn(g, s, ds), p, 4.0)
-    under = 2 * np.abs(g.v) * p.tiny_c  # e^(−|z|) may underflow in c: σ off by ≤ η_c, silu by ≤ |z|·η_c
+    under = 2 * np.abs(g.v) * p.tiny_c  # e^(−|z|) may underflow (or flush) in c: silu off by ≤ |z|·tiny_c
     s_e = _E(s_e.v, s_e.e1 + under, s_e.e2 + under**2)
     return _to_t(s_e, p), sig
 
