@@ -24,6 +24,7 @@ from properties import profiles
 from properties.registry import FLOAT_DTYPES
 
 __all__ = [
+    "BLOCK_PINS",
     "ELEMENTWISE_MAX_D",
     "FAST_DIMS",
     "GAMMA_KINDS",
@@ -633,3 +634,15 @@ def causal_cases(draw: st.DrawFn, dtype: torch.dtype) -> CausalCase:
     other = case.x.clone()
     other[:, t:] = fresh
     return CausalCase(case, t, other)
+
+
+def _gqa_block(dtype: torch.dtype) -> BlockCase:
+    """H = 4 query heads on G = 2 kv heads (1 < G < H: h // (H/G) ≠ h mod G for h = 1, 2), T = 4, sharp logits."""
+    config = fixed_config(H=4, G=2, K=4, F=24)
+    x = torch.from_numpy(np.random.default_rng(7).standard_normal((1, 4, config.dim))).to(dtype)
+    return BlockCase(config, x, block_params(config, dtype, seed=11, scale=1.0, logit_scale=4.0), 1.0, 4.0)
+
+
+BLOCK_PINS = {
+    "GQA H=4 G=2": Pin("GQA H=4 G=2", _gqa_block),
+}

@@ -12,7 +12,7 @@ import dataclasses
 
 import numpy as np
 import torch
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import nanolm_core
@@ -43,6 +43,7 @@ def _u(dtype: torch.dtype) -> float:
 
 @law("Block", cost=2)
 @given(data=st.data())
+@example(data=S.BLOCK_PINS["GQA H=4 G=2"])
 def block_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """|out − golden| ≤ bounds.block elementwise for the pre-norm block (GQA with G = 1, G = H and 1 < G < H)."""
     c = data.draw(S.block_cases(dtype, max_dim=32, max_tokens=4), label="case")
