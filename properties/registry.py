@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
+from hypothesis.errors import Flaky
 
 from properties import profiles
 from properties.impl import Implementation, NotProvided
@@ -392,8 +393,12 @@ def run_law(law: Law, impl: Implementation, *, dtype: torch.dtype | str, device:
         result.status, result.message = "skipped", str(exc)
     except AssertionError as exc:
         result.status, result.message = "failed", _failure_message(exc, ctx)
-    except NotProvided as exc:
-        result.status, result.message = "skipped", f"{law.component} not provided ({exc})"
+    except NotProvided:
+        result.status, result.message = "skipped", f"{law.component} not provided"
+    except Flaky as exc:  # the same input passed once and failed once: the implementation is not deterministic
+        inner = [e for e in getattr(exc, "exceptions", ()) if isinstance(e, AssertionError)]
+        detail = _failure_message(inner[0], ctx) if inner else f"{exc}\nreproduce: {ctx.repro()}"
+        result.status, result.message = "failed", f"non-deterministic: the same input passed and failed\n{detail}"
     except Exception as exc:  # a bug of the suite: say so, with where it happened
         if isinstance(exc, NotImplementedError):
             result.status, result.message = "skipped", f"not implemented: {exc}"
