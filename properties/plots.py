@@ -61,6 +61,12 @@ def _ulp_error(actual: torch.Tensor, exact: Any) -> np.ndarray:
     return np.asarray(ulp.ulp_error(actual, exact), dtype=np.float64)
 
 
+def _bounds() -> Any:
+    from properties import bounds
+
+    return bounds
+
+
 def _pairwise_sum_in_dtype(v: torch.Tensor) -> torch.Tensor:
     """Σ over the last axis by a binary tree, every partial sum rounded to v.dtype (a GPU-style reduction)."""
     while v.shape[-1] > 1:
@@ -85,10 +91,12 @@ def plot_error_vs_d(out_dir: Path) -> Path:
     dims = [16, 32, 64, 128, 256, 512, 1000, 2048, 4096, 8192]
     rows, eps = 32, 1e-6
     series: dict[str, list[tuple[float, float]]] = {"fp32": [], "bf16 sequential": [], "bf16 pairwise": []}
+    bound: list[float] = []  # the suite's derived bound for a bf16 RMSNorm (max over the elements)
     for D in dims:
         x = (torch.randn(rows, D, generator=gen) + 0.5).to(torch.bfloat16)  # non-zero mean, as activations
         w = (1 + 0.1 * torch.randn(D, generator=gen)).to(torch.bfloat16)
         exact = _golden_rmsnorm(x, w, eps)
+        bound.append(float(np.max(_bounds().rmsnorm(x, w, eps, torch.bfloat16).ulps)))
         ref = nanolm_core.RMSNorm(D, eps).to(torch.bfloat16)
         seq = Bf16AccumulatingRMSNorm(D, eps).to(torch.bfloat16)
         with torch.no_grad():
@@ -110,6 +118,7 @@ def plot_error_vs_d(out_dir: Path) -> Path:
         md = [max(p, 1e-2) for _, p in series[key]]
         ax.plot(dims, mx, "-o", color=color, label=f"{label}: max")
         ax.plot(dims, md, "--", color=color, alpha=0.7, label="  … median")
+    ax.plot(dims, bound, "-", color="k", lw=1.2, label="the suite's bound (bounds.rmsnorm, bf16): max over elements")
     ax.axhline(0.5, color=_GREY, lw=0.8, ls=":")
     ax.text(dims[0], 0.55, "0.5 ULP = correctly rounded", color=_GREY, fontsize=8)
     ax.set_xscale("log", base=2)
