@@ -98,12 +98,10 @@ PITFALLS: dict[str, Pitfall] = dict([
     _entry("non_causal", "Block.block_is_causal", "float32",
            "attention without the causal mask"),
     _entry("gqa_modulo", "Block.block_matches_golden", "float32",
-           "GQA: query head h reads kv head h mod G",
-           pending="the ci profile's few Block draws rarely have 1 < G < H (only then do h // (H/G) and h mod G "
-                   "differ); needs an @example pin such as H=4, G=2, K=4, T=3 in Block.block_matches_golden"),
-    _entry("rope_interleaved", "Block.block_jacobian_is_identity_plus_branch", "float32",
+           "GQA: query head h reads kv head h mod G"),
+    _entry("rope_interleaved", "Block.block_matches_golden", "float32",
            "RoPE on interleaved pairs, not rotate-half"),
-    _entry("missing_attention_scale", "Block.block_jacobian_is_identity_plus_branch", "float32",
+    _entry("missing_attention_scale", "Block.block_matches_golden", "float32",
            "attention scores without 1/√K"),
 ])
 # fmt: on

@@ -11,9 +11,8 @@ tests use. Only a true GQA config (1 < G < H) with real checkpoints shows the di
 Evidence: the contract's "query head h reads kv head h // (H/G)" (HF Llama ``repeat_kv``); the
 same mix-up between tiling and interleaving appears in ports of Llama-2/3 GQA.
 
-Caught by: Block.block_matches_golden with a config where 1 < G < H. Pending in the ci profile: its
-few derandomized Block draws do not reach such a config (the dev profile usually finds one within
-a few examples); an @example pin with H = 4, G = 2 makes it certain.
+Caught by: Block.block_matches_golden, whose pinned example has H = 4, G = 2 (random configs with
+1 < G < H are too rare to rely on).
 """
 
 from __future__ import annotations

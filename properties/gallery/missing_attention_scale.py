@@ -10,9 +10,8 @@ default (so people "remove the duplicate" in the wrong place), and a small model
 Evidence: Vaswani et al. (2017) §3.2.1 explains the factor; double / missing scaling is a frequent
 bug when switching between manual attention and ``scaled_dot_product_attention``.
 
-Caught by: Block.block_jacobian_is_identity_plus_branch (the derivative against the fp64 reference's)
-in the ci profile; Block.block_matches_golden on any draw with T ≥ 2 (with one token the softmax is 1
-whatever the scale, so the ci profile's two draws with T = 1 cannot see it).
+Caught by: Block.block_matches_golden on any case with T ≥ 2 (its pinned example has T = 4; with one
+token the softmax is 1 whatever the scale); Block.block_jacobian_is_identity_plus_branch sees it too.
 """
 
 from __future__ import annotations

@@ -10,9 +10,8 @@ popular implementation (HF) uses halves; and at position 0 (or T = 1) both are t
 
 Evidence: the wq/wk permutation in HF's convert_llama_weights_to_hf.py; ports that mix the two.
 
-Caught by: Block.block_jacobian_is_identity_plus_branch — vᵀ∂out/∂x differs from the fp64 derivative of
-the rotate-half reference — in the ci profile; Block.block_matches_golden sees it too on any draw with
-T ≥ 2 (the dev profile finds one within a few examples; the ci profile's two draws have T = 1).
+Caught by: Block.block_matches_golden on any case with T ≥ 2 (its pinned example has T = 4; the golden
+block uses rotate-half); Block.block_jacobian_is_identity_plus_branch sees it too.
 """
 
 from __future__ import annotations
