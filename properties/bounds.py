@@ -61,6 +61,8 @@ class Bound:
     """Allowed error per output element: ``abs`` (absolute) and ``ulps`` (in ULPs of dtype at the golden value).
 
     ``formula`` is printed in failure messages: the formula with its symbols and the numbers substituted.
+    ``overflow`` marks elements whose bound is +inf because an accepted convention overflows t in an
+    intermediate (there a non-finite output, NaN included, is the convention's, not a bug).
     """
 
     abs: np.ndarray
@@ -68,6 +70,7 @@ class Bound:
     formula: str
     component: str = ""
     dtype: torch.dtype | None = None
+    overflow: np.ndarray | None = None  # True where an accepted convention overflows t in an intermediate
 
     @property
     def max_ulps(self) -> float:
@@ -308,7 +311,8 @@ def _finish(y: _E, p: _P, component: str, formula_core: str, shape_note: str, ov
     mx = float(np.max(ulps[np.isfinite(ulps)])) if np.isfinite(ulps).any() else float("inf")
     formula = (f"{formula_core} = max {mx:.4g} ULP ({accuracy_class(mx)}) "
                f"[{component}, t={_NAMES[p.t]}, c={_NAMES[p.c]}, {shape_note}]")
-    return Bound(ab, ulps, formula, component, p.t)
+    ov = None if overflow is None else np.broadcast_to(np.asarray(overflow, dtype=bool), ab.shape).copy()
+    return Bound(ab, ulps, formula, component, p.t, ov)
 
 
 def _exact(t: Any) -> np.ndarray:
