@@ -14,11 +14,13 @@ Definitions (x: (..., D); every product, sum, division and root is exact, nothin
 Two evaluators, one contract (:class:`Golden`: hi + lo in float64 double-double):
 
 ``method="fast"`` (what ``"auto"`` picks whenever the inputs lie in its validity range — finite, and for
-float64 inputs 2⁻⁹⁰⁰ < |v| < 2⁵⁰⁰): vectorised numpy double-double (see :mod:`golden.dd`). Products of
-≤ fp32 values are exact in float64; float64 (or DD) factors are split by Veltkamp/Dekker into exact
-partial products; every dot product and reduction is an error-free Rump–Ogita–Oishi extraction sum with
-a rigorous a posteriori bound, iterated until the bound is ≤ 2^-tol_bits of the sum. Nonlinearities are DD
-kernels (exp, √, division). **Self-validation** of the fast path: (1) every sum is certified by its bound
+float64 inputs 2⁻⁹⁰⁰ < |v| < 2⁵⁰⁰): vectorised numpy double-double (see :mod:`golden.dd`). Matrix–vector
+products use the Ozaki–Ogita–Oishi error-free splitting: x and the rows of W are cut into slices narrow
+enough that float64 GEMM sums every slice product *exactly* in any order (so BLAS does the heavy lifting and
+a weight matrix is read once); otherwise products of ≤ fp32 values are exact in float64, float64 (or DD)
+factors are split by Veltkamp/Dekker into exact partial products, and every reduction is an error-free
+Rump–Ogita–Oishi extraction sum with a rigorous a posteriori bound, iterated until the bound is ≤
+2^-tol_bits of the sum. Nonlinearities are DD kernels (exp, √, division). **Self-validation** of the fast path: (1) every sum is certified by its bound
 (``info["sum_bound_rel"]`` is the worst bound/|sum| met); (2) the exp and √ kernels are recomputed with
 mpmath at ``prec + 64`` bits on a sample of their actual arguments on every call (the extremes and a few
 pseudo-random ones); (3) with ``validate="full"`` every output is recomputed by the mpmath evaluator at
