@@ -21,7 +21,8 @@ a weight matrix is read once); otherwise products of ≤ fp32 values are exact i
 factors are split by Veltkamp/Dekker into exact partial products, and every reduction is an error-free
 Rump–Ogita–Oishi extraction sum with a rigorous a posteriori bound, iterated until the bound is ≤
 2^-tol_bits of the sum. Nonlinearities are DD kernels (exp, √, division).
-**Self-validation** of the fast path: (1) every sum is certified by its bound (``info["sum_bound_rel"]`` is the worst bound/|sum| met); (2) the exp and √ kernels are recomputed with
+**Self-validation** of the fast path: (1) every sum is certified by its bound (``info["sum_bound_rel"]``
+is the worst bound/|sum| met); (2) the exp and √ kernels are recomputed with
 mpmath at ``prec + 64`` bits on a sample of their actual arguments on every call (the extremes and a few
 pseudo-random ones); (3) with ``validate="full"`` every output is recomputed by the mpmath evaluator at
 ``prec + 64`` bits and must agree to ``2^-tol_bits·max(|golden|, scale)``, scale being the magnitude of
