@@ -14,13 +14,14 @@ import os
 import platform
 import sys
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from properties import __version__, profiles
+from properties import __version__, baseline, expectations, profiles
 from properties.impl import COMPONENTS, Implementation, ImplementationError, load, resolve_spec
 from properties.registry import DTYPE_NAMES, LAWS, Law, LawResult, dtype_from_name, run_law
 
@@ -114,7 +115,7 @@ def report(results: Sequence[LawResult], impl: Implementation, *, profile: str, 
            devices: Sequence[str], duration: float | None = None) -> dict[str, Any]:
     """The versioned JSON report of DESIGN.md (key ``schema``)."""
     prof = profiles.get(profile)
-    counts = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "skipped", "error")}
+    counts = {s: sum(r.status == s for r in results) for s in STATUSES}
     return {
         "schema": SCHEMA,
         "suite": {"name": "nanolm-verify", "version": __version__},
@@ -133,7 +134,8 @@ def report(results: Sequence[LawResult], impl: Implementation, *, profile: str, 
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "duration": round(duration, 3) if duration is not None else None,
         "summary": {"passed": counts["passed"], "failed": counts["failed"], "skipped": counts["skipped"],
-                    "errors": counts["error"], "total": len(results)},
+                    "errors": counts["error"], "xfailed": counts["xfailed"], "xpassed": counts["xpassed"],
+                    "total": len(results)},
         "results": [r.to_json() for r in results],
     }
 
@@ -148,7 +150,8 @@ def write_report(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
 # ---------------------------------------------------------------------------------------------- the table
 
 
-_MARK = {"passed": "ok", "failed": "FAIL", "skipped": "skip", "error": "ERROR"}
+_MARK = {"passed": "ok", "failed": "FAIL", "skipped": "skip", "error": "ERROR", "xfailed": "xfail", "xpassed": "XPASS"}
+STATUSES = ("passed", "failed", "skipped", "error", "xfailed", "xpassed")
 
 
 def _cell(r: LawResult | None) -> str:
@@ -176,13 +179,14 @@ def format_table(results: Sequence[LawResult]) -> str:
 
 
 def _summary_line(results: Sequence[LawResult], seconds: float) -> str:
-    counts = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "skipped", "error")}
+    counts = {s: sum(r.status == s for r in results) for s in STATUSES}
+    expected = "".join(f", {counts[s]} {s}" for s in ("xfailed", "xpassed") if counts[s])
     return (f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped, "
-            f"{counts['error']} errors — {len(results)} results in {seconds:.1f} s")
+            f"{counts['error']} errors{expected} — {len(results)} results in {seconds:.1f} s")
 
 
 def exit_status(results: Sequence[LawResult]) -> int:
-    """0 all passed (skips allowed), 1 a law failed or the suite hit an error."""
+    """0 all passed (skips and expected failures allowed), 1 a law failed or the suite hit an error."""
     return 1 if any(r.status in ("failed", "error") for r in results) else 0
 
 
@@ -206,6 +210,11 @@ def register(subparsers: Any) -> None:
                    help="torch CPU threads (default 1: the laws use small tensors; threads only add contention)")
     p.add_argument("--list", action="store_true", help="list the laws (id, dtypes, statement) and exit")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line, failures summarised")
+    p.add_argument("--baseline", metavar="FILE", default=None,
+                   help="record per-law max/p99 ULP error to FILE if it does not exist, else report (and exit 1 on) "
+                        "every law whose error grew since it was recorded; delete FILE to re-record")
+    p.add_argument("--no-expectations", action="store_true",
+                   help="ignore the implementation's expectation file (properties/expectations/<id>.txt)")
     p.set_defaults(func=main)
 
 
@@ -239,11 +248,18 @@ def main(args: argparse.Namespace) -> int:
     results = run_check(impl, profile=profile, devices=devices, only=args.only, dtypes=args.dtype, seed=args.seed,
                         progress=progress)
     seconds = time.perf_counter() - start
+    if not args.no_expectations:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", expectations.ExpectationWarning)
+            results = expectations.apply(results, impl)
+        for w in caught:
+            print(f"expectations: {w.message}", file=sys.stderr)
     if not args.quiet and sys.stderr.isatty():
         print("\r" + " " * 100 + "\r", end="", file=sys.stderr)
     print(format_table(results))
-    print("cells: ok [max ULP error against golden] | FAIL | skip | ERROR (suite bug) | · (law not defined for dtype)")
-    problems = [r for r in results if r.status in ("failed", "error")]
+    print("cells: ok [max ULP error against golden] | FAIL | skip | ERROR (suite bug) | xfail (expected failure) | "
+          "XPASS (expected to fail, passed) | · (law not defined for dtype)")
+    problems = [r for r in results if r.status in ("failed", "error", "xpassed")]
     for r in problems:
         msg = r.message if not args.quiet else r.message.splitlines()[0]
         found = f", found after {r.found_after} example(s)" if r.found_after else ""
@@ -257,4 +273,21 @@ def main(args: argparse.Namespace) -> int:
         path = write_report(report(results, impl, profile=profile, seed=args.seed, devices=devices,
                                    duration=seconds), args.json_path)
         print(f"report: {path}")
-    return exit_status(results)
+    status = exit_status(results)
+    if args.baseline:
+        status = max(status, _apply_baseline(results, Path(args.baseline), impl, profile, args.seed))
+    return status
+
+
+def _apply_baseline(results: Sequence[LawResult], path: Path, impl: Implementation, profile: str,
+                    seed: int | None) -> int:
+    """Record the run's per-law error statistics to ``path`` (absent), or report what grew since (present)."""
+    if not path.exists():
+        baseline.record(results, path, impl=impl.spec, profile=profile, seed=seed)
+        print(f"baseline recorded: {path}")
+        return 0
+    lines = baseline.compare(results, path, profile=profile)
+    regressions = [line for line in lines if not line.startswith("note:")]
+    print(f"\nbaseline {path}: " + (f"{len(regressions)} law(s) got worse" if regressions else "no law got worse"))
+    print("\n".join("  " + line for line in lines))
+    return 1 if regressions else 0

@@ -3,12 +3,14 @@ the Hypothesis profile of the laws.
 
 Fixtures: ``impl`` (the loaded properties.impl.Implementation), ``law_profile`` (profile name for
 ``run_law``), ``law_seed`` (``--hypothesis-seed`` when given, else None), ``law_runner`` (runs one law against
-``impl`` and turns its LawResult into pass / skip / fail with the law's message).
+``impl`` and turns its LawResult into pass / skip / fail with the law's message, or xfail where the implementation's
+expectation file documents the failure).
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -84,11 +86,18 @@ def law_seed(request: pytest.FixtureRequest) -> int | None:
 @pytest.fixture
 def law_runner(impl: Any, law_profile: str, law_seed: int | None) -> Callable[..., Any]:
     """run(law_id, dtype, device) → LawResult; skips or fails the test from the result."""
+    from properties import expectations
     from properties.registry import LAWS, run_law
 
     def run(law_id: str, dtype: Any, device: str = "cpu") -> Any:
         result = run_law(LAWS[law_id], impl, dtype=dtype, device=device, profile=law_profile, seed=law_seed,
                          repro="pytest")
+        [result] = expectations.apply([result], impl, warn=False)  # the implementation's documented findings
+        if result.status == "xfailed":
+            pytest.xfail(result.message.splitlines()[0])
+        if result.status == "xpassed":
+            warnings.warn(result.message, expectations.ExpectationWarning, stacklevel=2)
+            return result
         if result.status == "skipped":
             pytest.skip(result.message)
         if result.status != "passed":

@@ -19,6 +19,7 @@ import nanolm_core
 from nanolm_core.attention import rope_cos_sin
 from properties import bounds
 
+pytestmark = pytest.mark.hf
 transformers = pytest.importorskip("transformers", reason="needs the hf extra: pip install -e '.[hf]'")
 from transformers import LlamaConfig  # noqa: E402
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer  # noqa: E402
