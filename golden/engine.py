@@ -42,6 +42,7 @@ import dataclasses
 import functools
 import math
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -161,9 +162,11 @@ def _exact(t: Any, what: str) -> np.ndarray:
         t = t.detach()
         if not t.is_floating_point():
             raise TypeError(f"golden: {what} must be a float tensor, got {t.dtype}")
-        if t.dtype == torch.bfloat16:  # bf16 is the top half of an fp32: widen the bits (exact, and fast)
-            bits = t.to("cpu").contiguous().view(torch.int16).numpy().astype(np.int32) << 16
-            return bits.view(np.float32)
+        if t.dtype == torch.bfloat16 and sys.byteorder == "little":  # bf16 = the high half of an fp32: copy bits
+            bits = t.to("cpu").contiguous().view(torch.int16).numpy().view(np.uint16)
+            out = np.zeros(bits.shape, dtype=np.uint32)
+            out.view(np.uint16).reshape(*bits.shape, 2)[..., 1] = bits
+            return out.view(np.float32)
         if t.dtype in (torch.float16, torch.float32):
             return t.to(device="cpu", dtype=torch.float32).numpy()
         if t.dtype == torch.float64:
