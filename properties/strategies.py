@@ -31,6 +31,7 @@ __all__ = [
     "MANTISSA_BITS",
     "RMSNORM_PINS",
     "ROW_KINDS",
+    "ROW_PINS",
     "SLOW_DIMS",
     "SWIGLU_PINS",
     "SWIGLU_ROW_KINDS",
@@ -479,7 +480,21 @@ def _subnormal_row(dtype: torch.dtype) -> RMSNormCase:
     return _rows_case(x.tolist(), ("eps_dominated",), eps=1e-6)(dtype)
 
 
+def _wide_rows(dtype: torch.dtype, D: int = 512, n: int = 2) -> RMSNormCase:
+    # Full-mantissa values of non-zero mean (seeded, exact in dtype): long reductions show their rounding here.
+    x = torch.from_numpy(np.random.default_rng(D).standard_normal((n, D)) + 0.5).to(dtype)
+    w = torch.from_numpy(1 + 0.1 * np.random.default_rng(D + 1).standard_normal(D)).to(dtype)
+    return RMSNormCase(x, w, 1e-6, ("normal", "mean_shifted"), "random_positive")
+
+
+def _wide_row_case(dtype: torch.dtype) -> RowCase:
+    # Four full-mantissa rows, k = 1: a kernel whose reduction depends on the row count shows it here.
+    case = _wide_rows(dtype, D=1024, n=4)
+    return RowCase(case, 0, case.x.flip(0).contiguous())
+
+
 RMSNORM_PINS = {
+    "wide rows, D=512": Pin("wide rows, D=512", _wide_rows),
     "subnormal row": Pin("subnormal row", _subnormal_row),
     "zero row": Pin("zero row", _rows_case([[0.0] * 8, [1.0, -2.0, 3.0, 0.5, 0.25, -1.0, 2.0, 1.5]],
                                            ("zero", "normal"))),
@@ -491,6 +506,9 @@ RMSNORM_PINS = {
     "constant row, mean 3": Pin("constant row, mean 3", _rows_case([[3.0] * 5, [3.0, 3.5, 2.5, 3.0, 4.0]],
                                                                    ("constant", "mean_shifted"))),
 }
+
+
+ROW_PINS = {"four wide rows, k=1": Pin("four wide rows, k=1", _wide_row_case)}
 
 
 class ScaledCase(NamedTuple):

@@ -153,6 +153,7 @@ def rmsnorm_rows_are_independent(impl: Implementation, dtype: DType, device: str
 
 @law("RMSNorm")
 @given(data=st.data())
+@example(data=S.ROW_PINS["four wide rows, k=1"])
 def rmsnorm_is_batch_invariant(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """f(x[:k]) == f(x)[:k] bitwise: a row's result does not depend on how many rows share the call (CPU)."""
     rc = data.draw(S.row_cases(dtype), label="case")
@@ -223,6 +224,7 @@ def rmsnorm_confines_nonfinite_to_row(impl: Implementation, dtype: DType, device
 
 @law("RMSNorm", dtypes=(torch.bfloat16,))
 @given(data=st.data())
+@example(data=PINS["wide rows, D=512"])
 def rmsnorm_bf16_drift_from_fp32_is_bounded(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """On the same bf16 inputs, |f_bf16(x) − f_fp32(x)| ≤ b_bf16 + b_fp32 (both measured against one golden)."""
     c = data.draw(S.rmsnorm_cases(dtype), label="case")
