@@ -46,10 +46,19 @@ def main(argv: list[str] | None = None) -> int:
     selection = args.pytest_args or ["tests"]
     serial = min(timed_pytest(selection, None) for _ in range(args.repeat))
     parallel = min(timed_pytest(selection, args.workers) for _ in range(args.repeat))
-    result = {"selection": selection, "cpus": os.cpu_count(), "workers": args.workers, "serial_s": round(serial, 2),
-              "parallel_s": round(parallel, 2), "speedup": round(serial / parallel, 2), "failed_runs": FAILED}
-    print(f"speedup serial/-n {args.workers}: {result['speedup']}× on {result['cpus']} CPUs "
-          f"({serial:.1f} s → {parallel:.1f} s)")
+    result = {
+        "selection": selection,
+        "cpus": os.cpu_count(),
+        "workers": args.workers,
+        "serial_s": round(serial, 2),
+        "parallel_s": round(parallel, 2),
+        "speedup": round(serial / parallel, 2),
+        "failed_runs": FAILED,
+    }
+    print(
+        f"speedup serial/-n {args.workers}: {result['speedup']}× on {result['cpus']} CPUs "
+        f"({serial:.1f} s → {parallel:.1f} s)"
+    )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(result, fh, indent=1)

@@ -1,6 +1,6 @@
 """An implementation to check, as a user writes one: RMSNorm and SwiGLU on torch primitives.
 
-    nanolm-verify check examples/my_norms.py        # Block is "not provided" → skipped
+nanolm-verify check examples/my_norms.py        # Block is "not provided" → skipped
 """
 
 import torch

@@ -32,10 +32,16 @@ class Block(nn.Module):
         self.config = config
         self.attn = Attention(config)  # given
         # TODO: attn_norm, ffn_norm and ffn as described above (2–3 lines), then delete the raise.
-        raise NotImplementedError(todo("Block.__init__", "attn_norm, ffn_norm = RMSNorm(D, config.norm_eps); "
-                                       "ffn = SwiGLU(D, config.ffn_dim)", "exercises/model.py"))
+        raise NotImplementedError(
+            todo(
+                "Block.__init__",
+                "attn_norm, ffn_norm = RMSNorm(D, config.norm_eps); ffn = SwiGLU(D, config.ffn_dim)",
+                "exercises/model.py",
+            )
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # TODO: two lines, in residual form.
-        raise NotImplementedError(todo("Block.forward", "h = x + attn(attn_norm(x)); out = h + ffn(ffn_norm(h))",
-                                       "exercises/model.py"))
+        raise NotImplementedError(
+            todo("Block.forward", "h = x + attn(attn_norm(x)); out = h + ffn(ffn_norm(h))", "exercises/model.py")
+        )

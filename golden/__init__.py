@@ -22,7 +22,19 @@ from golden.engine import (
 from golden.rounding import round_dd
 
 __all__ = [
-    "BLOCK_PARAMS", "Golden", "GoldenError", "GoldenPrecisionError", "GoldenTimeoutError", "attention", "block",
-    "layernorm", "rmsnorm", "rmsnorm_vjp", "round_dd", "silu", "swiglu", "swiglu_vjp",
+    "BLOCK_PARAMS",
+    "Golden",
+    "GoldenError",
+    "GoldenPrecisionError",
+    "GoldenTimeoutError",
+    "attention",
+    "block",
+    "layernorm",
+    "rmsnorm",
+    "rmsnorm_vjp",
+    "round_dd",
+    "silu",
+    "swiglu",
+    "swiglu_vjp",
 ]
 __version__ = "1.0.0"

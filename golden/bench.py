@@ -50,16 +50,20 @@ def run(D: int = 4096, F: int = 11008, S: int = 48, seed: int = 0) -> int:
         res = golden.swiglu(x, wg, wu, wd)
         times.append(time.perf_counter() - t0)
     t_fast = sorted(times)[1]
-    print(f"golden-bench: golden engine (fast DD path, {res.info['kernel_checks']} mpmath kernel checks, worst "
-          f"certified sum bound {res.info['sum_bound_rel']:.2g}): median of 3 {t_fast:.2f} s "
-          f"(first call {times[0]:.2f} s; all {', '.join(f'{t:.2f}' for t in times)})")
+    print(
+        f"golden-bench: golden engine (fast DD path, {res.info['kernel_checks']} mpmath kernel checks, worst "
+        f"certified sum bound {res.info['sum_bound_rel']:.2g}): median of 3 {t_fast:.2f} s "
+        f"(first call {times[0]:.2f} s; all {', '.join(f'{t:.2f}' for t in times)})"
+    )
 
     xs, wgs, wus, wds = (t.float().numpy() for t in (x[0], wg, wu, wd))
     S = max(1, min(S, F))
     t_slice = _naive_slice(xs, wgs, wus, wds, S, engine.DEFAULT_PREC)
     t_naive = t_slice * F / S
-    print(f"golden-bench: naive mpmath at {engine.DEFAULT_PREC} bits: {t_slice:.2f} s for {S} of {F} hidden units "
-          f"→ ~{t_naive:.0f} s extrapolated")
+    print(
+        f"golden-bench: naive mpmath at {engine.DEFAULT_PREC} bits: {t_slice:.2f} s for {S} of {F} hidden units "
+        f"→ ~{t_naive:.0f} s extrapolated"
+    )
 
     x64, wg64, wu64, wd64 = (a.astype(np.float64) for a in (xs, wgs, wus, wds))
     t0 = time.perf_counter()
@@ -69,6 +73,8 @@ def run(D: int = 4096, F: int = 11008, S: int = 48, seed: int = 0) -> int:
     t_np = time.perf_counter() - t0
     err = float(np.max(np.abs(y64 - res.float64()[0]) / np.maximum(np.abs(res.float64()[0]), 1e-300)))
     print(f"golden-bench: numpy float64: {t_np:.3f} s (max relative error vs golden {err:.2g})")
-    print(f"golden-bench: swiglu D={D} F={F}: {t_fast:.1f} s; naive mpmath ~ {t_naive:.0f} s; "
-          f"ratio {t_naive / t_fast:.0f}; numpy fp64 {t_np:.2f} s")
+    print(
+        f"golden-bench: swiglu D={D} F={F}: {t_fast:.1f} s; naive mpmath ~ {t_naive:.0f} s; "
+        f"ratio {t_naive / t_fast:.0f}; numpy fp64 {t_np:.2f} s"
+    )
     return 0

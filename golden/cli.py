@@ -15,8 +15,11 @@ from golden import corpus
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("golden", help="golden corpus: verify | regen | bench",
-                              description="Tools for the stored golden corpus and the golden engine.")
+    p = subparsers.add_parser(
+        "golden",
+        help="golden corpus: verify | regen | bench",
+        description="Tools for the stored golden corpus and the golden engine.",
+    )
     sub = p.add_subparsers(dest="golden_command", metavar="ACTION")
     v = sub.add_parser("verify", help="check the corpus checksums and recompute a sample of cases")
     v.add_argument("--data", type=Path, default=corpus.DATA_DIR, help="corpus directory (default: the packaged one)")
@@ -63,21 +66,28 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 rel = corpus.compare(case, fresh)
                 same = all((case.golden.rounded(dt) == fresh.rounded(dt)).all() for dt in corpus.DTYPE_NAMES.values())
                 if rel > 2.0**-100 or not same:
-                    print(f"golden verify: FAILED {case.file}: case {case.id!r}: stored and recomputed goldens differ "
-                          f"(relative {rel:.3g} > 2^-100, or a different correct rounding)", file=sys.stderr)
+                    print(
+                        f"golden verify: FAILED {case.file}: case {case.id!r}: stored and recomputed goldens differ "
+                        f"(relative {rel:.3g} > 2^-100, or a different correct rounding)",
+                        file=sys.stderr,
+                    )
                     return 1
                 worst = max(worst, rel)
             n_recomputed += len(pick)
             worst_all = max(worst_all, worst)
             prov = header.get("provenance", {})
-            print(f"golden verify: {fam}.json: {len(cases)} cases, inputs/goldens sha256 ok; recomputed "
-                  f"{len(pick)} (max relative difference {worst:.2g}); mpmath {prov.get('mpmath')}, "
-                  f"generator {header.get('generator_version')}")
+            print(
+                f"golden verify: {fam}.json: {len(cases)} cases, inputs/goldens sha256 ok; recomputed "
+                f"{len(pick)} (max relative difference {worst:.2g}); mpmath {prov.get('mpmath')}, "
+                f"generator {header.get('generator_version')}"
+            )
     except corpus.CorpusError as exc:
         print(f"golden verify: REFUSED: {exc}", file=sys.stderr)
         return 1
-    print(f"golden verify: OK — {n_cases} cases, {n_recomputed} recomputed, max relative difference "
-          f"{worst_all:.2g} ≤ 2^-100, {time.perf_counter() - t0:.1f} s")
+    print(
+        f"golden verify: OK — {n_cases} cases, {n_recomputed} recomputed, max relative difference "
+        f"{worst_all:.2g} ≤ 2^-100, {time.perf_counter() - t0:.1f} s"
+    )
     return 0
 
 
@@ -85,8 +95,9 @@ def cmd_regen(args: argparse.Namespace) -> int:
     families = tuple(args.family or corpus.FAMILIES)
     existing = [args.data / f"{f}.json" for f in families if (args.data / f"{f}.json").exists()]
     if existing and not args.force:
-        print(f"golden regen: refusing to overwrite {', '.join(str(p) for p in existing)}; pass --force",
-              file=sys.stderr)
+        print(
+            f"golden regen: refusing to overwrite {', '.join(str(p) for p in existing)}; pass --force", file=sys.stderr
+        )
         return 2
     gen = _generator()
     with tempfile.TemporaryDirectory() as tmp:  # write aside, then move: an interrupted regen leaves no half file

@@ -35,8 +35,7 @@ MANIFEST = "MANIFEST.json"
 FAMILIES = ("rmsnorm", "swiglu", "block")
 DIGITS = 34  # significant decimal digits of a golden value: 34·log2(10) ≈ 113 bits
 
-DTYPE_NAMES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
-               "bfloat16": torch.bfloat16}
+DTYPE_NAMES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 REGEN_HINT = "regenerate it with `nanolm-verify golden regen --force` (or restore it from git)"
 
 
@@ -157,8 +156,10 @@ def _load_json(path: Path) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("magic") != MAGIC:
         raise CorpusError(f"{path}: not a nanolm-verify golden corpus file (bad magic); {REGEN_HINT}")
     if doc.get("format_version") != FORMAT_VERSION:
-        raise CorpusError(f"{path}: format version {doc.get('format_version')!r}, this nanolm-verify reads "
-                          f"version {FORMAT_VERSION} — the file is stale; {REGEN_HINT}")
+        raise CorpusError(
+            f"{path}: format version {doc.get('format_version')!r}, this nanolm-verify reads "
+            f"version {FORMAT_VERSION} — the file is stale; {REGEN_HINT}"
+        )
     return doc
 
 
@@ -171,12 +172,15 @@ def check_manifest(data_dir: Path = DATA_DIR) -> dict[str, Any]:
             raise CorpusError(f"{path}: listed in {MANIFEST} but missing; {REGEN_HINT}")
         size = path.stat().st_size
         if size != meta["bytes"]:
-            raise CorpusError(f"{path}: {size} bytes, {MANIFEST} records {meta['bytes']} (truncated or modified); "
-                              f"{REGEN_HINT}")
+            raise CorpusError(
+                f"{path}: {size} bytes, {MANIFEST} records {meta['bytes']} (truncated or modified); {REGEN_HINT}"
+            )
         digest = file_sha256(path)
         if digest != meta["sha256"]:
-            raise CorpusError(f"{path}: sha256 {digest[:16]}… does not match {MANIFEST} ({meta['sha256'][:16]}…): "
-                              f"the file was modified; {REGEN_HINT}")
+            raise CorpusError(
+                f"{path}: sha256 {digest[:16]}… does not match {MANIFEST} ({meta['sha256'][:16]}…): "
+                f"the file was modified; {REGEN_HINT}"
+            )
     return man
 
 
@@ -186,15 +190,19 @@ def _decode_inputs(rec: dict[str, Any], path: Path) -> dict[str, np.ndarray]:
     for name, spec in rec["inputs"].items():
         if "hex" in spec:
             if len(spec["hex"]) != int(np.prod(spec["shape"])):
-                raise CorpusError(f"{path}: case {rec['id']!r}: input {name} has {len(spec['hex'])} values for shape "
-                                  f"{spec['shape']}; {REGEN_HINT}")
+                raise CorpusError(
+                    f"{path}: case {rec['id']!r}: input {name} has {len(spec['hex'])} values for shape "
+                    f"{spec['shape']}; {REGEN_HINT}"
+                )
             inputs[name] = decode_hex(spec["hex"], spec["shape"])
         else:
             r = spec["recipe"]
             inputs[name] = recipe_values(r["seed"], spec["shape"], r["dtype"], r["scale"])
     if sha256_arrays(inputs, rec.get("params", {})) != rec["inputs_sha256"]:
-        raise CorpusError(f"{path}: case {rec['id']!r}: inputs do not hash to the recorded sha256 (modified data or a "
-                          f"changed recipe generator); {REGEN_HINT}")
+        raise CorpusError(
+            f"{path}: case {rec['id']!r}: inputs do not hash to the recorded sha256 (modified data or a "
+            f"changed recipe generator); {REGEN_HINT}"
+        )
     for name, a in inputs.items():
         if not np.array_equal(round_to_grid(a, None, dtype), a, equal_nan=True):
             raise CorpusError(f"{path}: case {rec['id']!r}: input {name} is not representable in {rec['dtype']}")
@@ -204,8 +212,10 @@ def _decode_inputs(rec: dict[str, Any], path: Path) -> dict[str, np.ndarray]:
 def _case_from_record(family: str, rec: dict[str, Any], path: Path) -> Case:
     try:
         dtype = DTYPE_NAMES[rec["dtype"]]
-        params = {k: (float.fromhex(v) if isinstance(v, str) and v.startswith(("0x", "-0x")) else v)
-                  for k, v in rec.get("params", {}).items()}
+        params = {
+            k: (float.fromhex(v) if isinstance(v, str) and v.startswith(("0x", "-0x")) else v)
+            for k, v in rec.get("params", {}).items()
+        }
         g = decode_decimal(rec["golden"]["decimal"], rec["golden"]["shape"])
     except (KeyError, ValueError, TypeError, ArithmeticError) as exc:
         raise CorpusError(f"{path}: case {rec.get('id')!r} is malformed ({exc!r}); {REGEN_HINT}") from None

@@ -227,8 +227,9 @@ def _nextpow2(mu: np.ndarray) -> np.ndarray:
     return np.where(mu == 0, 0.0, np.where(m == 0.5, np.ldexp(1.0, e - 1), np.ldexp(1.0, e)))
 
 
-def acc_sum(terms: np.ndarray, tol_bits: int = 104, max_rounds: int = 40, overwrite: bool = False,
-            mu: np.ndarray | None = None) -> tuple[DD, np.ndarray]:
+def acc_sum(
+    terms: np.ndarray, tol_bits: int = 104, max_rounds: int = 40, overwrite: bool = False, mu: np.ndarray | None = None
+) -> tuple[DD, np.ndarray]:
     """Σ terms along the last axis as DD, with a rigorous bound on the error of each sum.
 
     Rump–Ogita–Oishi ``ExtractVector`` (SIAM J. Sci. Comput. 31(1), 2008): with 2^M ≥ n + 2 and

@@ -57,8 +57,18 @@ from golden.dd import DD
 from golden.rounding import round_dd
 
 __all__ = [
-    "Golden", "GoldenError", "GoldenPrecisionError", "GoldenTimeoutError", "attention", "block", "layernorm",
-    "rmsnorm", "rmsnorm_vjp", "silu", "swiglu", "swiglu_vjp",
+    "Golden",
+    "GoldenError",
+    "GoldenPrecisionError",
+    "GoldenTimeoutError",
+    "attention",
+    "block",
+    "layernorm",
+    "rmsnorm",
+    "rmsnorm_vjp",
+    "silu",
+    "swiglu",
+    "swiglu_vjp",
 ]
 
 DEFAULT_PREC = 128  # bits of the mpmath evaluator (the recomputation uses prec + 64)
@@ -283,8 +293,9 @@ def _ozaki_bits(n: int, w_narrow: bool) -> tuple[int, int]:
     return budget - b_w, b_w
 
 
-def _slice_rows(hi: np.ndarray, lo: np.ndarray | None, bits: int, max_slices: int, rel_stop: float = 0.0,
-                copy: bool = True):
+def _slice_rows(
+    hi: np.ndarray, lo: np.ndarray | None, bits: int, max_slices: int, rel_stop: float = 0.0, copy: bool = True
+):
     """Error-free slicing of the rows of hi (+ lo): Σ_j S_j + R = hi + lo exactly, S_j on the per-row grid
     2^-53·σ_j holding integers below 2^bits (extraction q = fl((σ + r) − σ), σ = 2^(54−bits)·nextpow2(max|r|);
     a DD remainder is renormalised by TwoSum, also exact). Slicing stops when the remainder R is zero or, with
@@ -341,7 +352,7 @@ def _matvec_ozaki(W: np.ndarray, X: DD, tol_bits: int, exact_x: bool = False) ->
     failed: list[bool] = []
 
     def run(i: int) -> None:
-        Wc = W[i:i + ch].astype(np.float64)
+        Wc = W[i : i + ch].astype(np.float64)
         w_l1 = np.abs(Wc).sum(axis=1) if truncated else None  # ‖W_m‖₁ for the bound on the x remainder
         ws = _slice_rows(Wc, None, b_w, 8, copy=False)
         if ws is None:
@@ -357,7 +368,7 @@ def _matvec_ozaki(W: np.ndarray, X: DD, tol_bits: int, exact_x: bool = False) ->
         s, bound = dd.acc_sum(parts, tol_bits=tol_bits + 4)
         if w_l1 is not None:
             bound = bound + xs[2][:, None] * w_l1[None, :] * (1 + 2.0**-40)
-        out_hi[:, i:i + c], out_lo[:, i:i + c], out_b[:, i:i + c] = s.hi, s.lo, bound
+        out_hi[:, i : i + c], out_lo[:, i : i + c], out_b[:, i : i + c] = s.hi, s.lo, bound
 
     _pool_map(run, list(range(0, M, ch)), M * n * max(1, sx))
     if failed:
@@ -404,7 +415,7 @@ def _matvec(W: np.ndarray, x: DD, x_narrow: bool, tol_bits: int, stats: _Stats, 
 
     def run(i: int) -> None:
         dl.check()
-        Wc = W[i:i + ch].astype(np.float64)  # (c, n), exact
+        Wc = W[i : i + ch].astype(np.float64)  # (c, n), exact
         c = Wc.shape[0]
         terms = np.empty((N, c, k * n))
         if factors is None:
@@ -412,13 +423,13 @@ def _matvec(W: np.ndarray, x: DD, x_narrow: bool, tol_bits: int, stats: _Stats, 
             terms[:, :, :n], terms[:, :, n:] = p, e
         else:
             for j, f in enumerate(factors):
-                np.multiply(f[:, None, :], Wc[None], out=terms[:, :, j * n:(j + 1) * n])
-        mu = (xmax[:, None] * wmax[None, i:i + c]) * (1.0 + 2.0**-20)  # ≥ max|term|, rounding included
+                np.multiply(f[:, None, :], Wc[None], out=terms[:, :, j * n : (j + 1) * n])
+        mu = (xmax[:, None] * wmax[None, i : i + c]) * (1.0 + 2.0**-20)  # ≥ max|term|, rounding included
         s, bound = dd.acc_sum(terms, tol_bits=tol_bits + 4, overwrite=True, mu=mu)
         if has_lo:
             s = dd.add_d(s, X.lo @ Wc.T)
         stats.record(s, bound)
-        out_hi[:, i:i + c], out_lo[:, i:i + c] = s.hi, s.lo
+        out_hi[:, i : i + c], out_lo[:, i : i + c] = s.hi, s.lo
 
     _pool_map(run, starts, N * M * n * k)
     return DD(out_hi.reshape(*lead, M), out_lo.reshape(*lead, M))
@@ -493,8 +504,9 @@ def _silu_dd(z: DD, opts: _Opts, stats: _Stats) -> tuple[DD, DD]:
     return dd.mul(z, sig), sig
 
 
-def _swiglu_dd(x: DD, x_narrow: bool, Wg: np.ndarray, Wu: np.ndarray, Wd: np.ndarray, opts: _Opts, stats: _Stats,
-               dl: _Deadline) -> tuple[DD, dict[str, DD]]:
+def _swiglu_dd(
+    x: DD, x_narrow: bool, Wg: np.ndarray, Wu: np.ndarray, Wd: np.ndarray, opts: _Opts, stats: _Stats, dl: _Deadline
+) -> tuple[DD, dict[str, DD]]:
     g = _matvec(Wg, x, x_narrow, opts.tol_bits, stats, dl)  # (..., F)
     u = _matvec(Wu, x, x_narrow, opts.tol_bits, stats, dl)
     s, sig = _silu_dd(g, opts, stats)
@@ -530,12 +542,24 @@ def _inv_sqrt(K: int) -> tuple[float, float]:
 
 def _rotate_half(a: DD) -> DD:
     K = a.hi.shape[-1]
-    return DD(np.concatenate([-a.hi[..., K // 2:], a.hi[..., :K // 2]], -1),
-              np.concatenate([-a.lo[..., K // 2:], a.lo[..., :K // 2]], -1))
+    return DD(
+        np.concatenate([-a.hi[..., K // 2 :], a.hi[..., : K // 2]], -1),
+        np.concatenate([-a.lo[..., K // 2 :], a.lo[..., : K // 2]], -1),
+    )
 
 
-def _attention_dd(x: DD, x_narrow: bool, wq: np.ndarray, wk: np.ndarray, wv: np.ndarray, wo: np.ndarray, cfg: Any,
-                  opts: _Opts, stats: _Stats, dl: _Deadline) -> DD:
+def _attention_dd(
+    x: DD,
+    x_narrow: bool,
+    wq: np.ndarray,
+    wk: np.ndarray,
+    wv: np.ndarray,
+    wo: np.ndarray,
+    cfg: Any,
+    opts: _Opts,
+    stats: _Stats,
+    dl: _Deadline,
+) -> DD:
     B, T, D = x.shape
     H, G = cfg.n_heads, cfg.n_kv_heads
     K = D // H
@@ -570,12 +594,21 @@ def _attention_dd(x: DD, x_narrow: bool, wq: np.ndarray, wk: np.ndarray, wv: np.
     return _matvec(wo, heads, False, tol, stats, dl)
 
 
-def _block_dd(x: np.ndarray, P: Mapping[str, np.ndarray], cfg: Any, opts: _Opts, stats: _Stats,
-              dl: _Deadline) -> DD:
+def _block_dd(x: np.ndarray, P: Mapping[str, np.ndarray], cfg: Any, opts: _Opts, stats: _Stats, dl: _Deadline) -> DD:
     xd = DD.of(x)
     a, _ = _rmsnorm_dd(xd, P["attn_norm.weight"], cfg.norm_eps, opts, stats)
-    att = _attention_dd(a, False, P["attn.wq.weight"], P["attn.wk.weight"], P["attn.wv.weight"],
-                        P["attn.wo.weight"], cfg, opts, stats, dl)
+    att = _attention_dd(
+        a,
+        False,
+        P["attn.wq.weight"],
+        P["attn.wk.weight"],
+        P["attn.wv.weight"],
+        P["attn.wo.weight"],
+        cfg,
+        opts,
+        stats,
+        dl,
+    )
     h = dd.add_d(att, x.astype(np.float64))
     b, _ = _rmsnorm_dd(h, P["ffn_norm.weight"], cfg.norm_eps, opts, stats)
     f, _ = _swiglu_dd(b, False, P["ffn.w_gate.weight"], P["ffn.w_up.weight"], P["ffn.w_down.weight"], opts, stats, dl)
@@ -659,8 +692,9 @@ class _MP:
             h.reshape(-1)[i] = self.silu(gv) * uv
         return self.linear(Wd, h)
 
-    def attention(self, X: np.ndarray, wq: np.ndarray, wk: np.ndarray, wv: np.ndarray, wo: np.ndarray,
-                  cfg: Any) -> tuple[np.ndarray, np.ndarray]:
+    def attention(
+        self, X: np.ndarray, wq: np.ndarray, wk: np.ndarray, wv: np.ndarray, wo: np.ndarray, cfg: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
         ctx = self.ctx
         B, T, D = X.shape
         H, G = cfg.n_heads, cfg.n_kv_heads
@@ -700,8 +734,9 @@ class _MP:
 
     def block(self, X: np.ndarray, P: Mapping[str, np.ndarray], cfg: Any) -> tuple[np.ndarray, np.ndarray]:
         a = self.rmsnorm(X, P["attn_norm.weight"], cfg.norm_eps)
-        att, s1 = self.attention(a, P["attn.wq.weight"], P["attn.wk.weight"], P["attn.wv.weight"],
-                                 P["attn.wo.weight"], cfg)
+        att, s1 = self.attention(
+            a, P["attn.wq.weight"], P["attn.wk.weight"], P["attn.wv.weight"], P["attn.wo.weight"], cfg
+        )
         h = X + att
         b = self.rmsnorm(h, P["ffn_norm.weight"], cfg.norm_eps)
         f, s2 = self.swiglu(b, P["ffn.w_gate.weight"], P["ffn.w_up.weight"], P["ffn.w_down.weight"])
@@ -720,8 +755,9 @@ def _mp_to_dd(vals: np.ndarray) -> DD:
     return DD(hi.reshape(vals.shape), lo.reshape(vals.shape))
 
 
-def _mp_eval(name: str, fn: Callable[[_MP], tuple[np.ndarray, np.ndarray | None]], opts: _Opts,
-             dl: _Deadline) -> tuple[DD, dict[str, Any]]:
+def _mp_eval(
+    name: str, fn: Callable[[_MP], tuple[np.ndarray, np.ndarray | None]], opts: _Opts, dl: _Deadline
+) -> tuple[DD, dict[str, Any]]:
     """Evaluate at prec and prec + 64 bits; raise GoldenPrecisionError if they disagree beyond the target."""
     lo_res, _ = fn(_MP(opts.prec, dl))
     hi_mp = _MP(opts.prec + 64, dl)
@@ -757,20 +793,33 @@ def _compare_mp(name: str, got: DD, ref: np.ndarray, scale: np.ndarray | None, o
     return float(worst)
 
 
-def _evaluate(name: str, fast: Callable[[_Stats, _Deadline], DD], mp_fn: Callable[[_MP], tuple[np.ndarray, Any]],
-              fast_ok: bool, opts: _Opts, out_shape: tuple[int, ...] | None = None) -> tuple[DD, dict[str, Any]]:
+def _evaluate(
+    name: str,
+    fast: Callable[[_Stats, _Deadline], DD],
+    mp_fn: Callable[[_MP], tuple[np.ndarray, Any]],
+    fast_ok: bool,
+    opts: _Opts,
+    out_shape: tuple[int, ...] | None = None,
+) -> tuple[DD, dict[str, Any]]:
     dl = _Deadline(name, opts.timeout)
     use_fast = opts.method == "fast" or (opts.method == "auto" and fast_ok)
     if opts.method == "fast" and not fast_ok:
-        raise ValueError(f"golden.{name}: inputs outside the fast path's range (non-finite, or float64 with "
-                         f"|v| ≥ 2^500 or 0 < |v| ≤ 2^-900); use method='mpmath' or 'auto'")
+        raise ValueError(
+            f"golden.{name}: inputs outside the fast path's range (non-finite, or float64 with "
+            f"|v| ≥ 2^500 or 0 < |v| ≤ 2^-900); use method='mpmath' or 'auto'"
+        )
     if not use_fast:
         return _mp_eval(name, mp_fn, opts, dl)
     stats = _Stats()
     with np.errstate(all="ignore"):  # 0/0 of a zero row with ε = 0 is the definition's NaN, not a warning
         res = fast(stats, dl)
-    info: dict[str, Any] = {"method": "fast", "tol_bits": opts.tol_bits, "sum_bound_rel": stats.sum_bound_rel,
-                            "kernel_checks": stats.kernel_checks, "validated": opts.validate}
+    info: dict[str, Any] = {
+        "method": "fast",
+        "tol_bits": opts.tol_bits,
+        "sum_bound_rel": stats.sum_bound_rel,
+        "kernel_checks": stats.kernel_checks,
+        "validated": opts.validate,
+    }
     if opts.validate == "full":
         ref, scale = mp_fn(_MP(opts.prec + 64, dl))
         info["full_check_rel"] = _compare_mp(name, res, ref, scale, opts, "the fast path")
@@ -785,8 +834,12 @@ def _golden(name: str, res: DD, info: dict[str, Any], certified: bool = True) ->
 
 def _nonfinite(name: str, value: np.ndarray) -> Golden:
     with np.errstate(all="ignore"):
-        return Golden(np.asarray(value, dtype=np.float64), np.zeros(np.shape(value)), name,
-                      {"method": "float64", "certified": False})
+        return Golden(
+            np.asarray(value, dtype=np.float64),
+            np.zeros(np.shape(value)),
+            name,
+            {"method": "float64", "certified": False},
+        )
 
 
 # --------------------------------------------------------------------------------------- public API
@@ -912,8 +965,17 @@ def attention(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, config: Any, **opts: A
     return _golden("attention", res, info)
 
 
-BLOCK_PARAMS = ("attn_norm.weight", "attn.wq.weight", "attn.wk.weight", "attn.wv.weight", "attn.wo.weight",
-                "ffn_norm.weight", "ffn.w_gate.weight", "ffn.w_up.weight", "ffn.w_down.weight")
+BLOCK_PARAMS = (
+    "attn_norm.weight",
+    "attn.wq.weight",
+    "attn.wk.weight",
+    "attn.wv.weight",
+    "attn.wo.weight",
+    "ffn_norm.weight",
+    "ffn.w_gate.weight",
+    "ffn.w_up.weight",
+    "ffn.w_down.weight",
+)
 
 
 def block(x: Any, params: Mapping[str, Any], config: Any, **opts: Any) -> Golden:
@@ -928,8 +990,9 @@ def block(x: Any, params: Mapping[str, Any], config: Any, **opts: Any) -> Golden
         raise KeyError(f"golden.block: params lack {missing}; expected the state_dict names {list(BLOCK_PARAMS)}")
     X = _exact(x, "x")
     P = {k: _exact(params[k], k) for k in BLOCK_PARAMS}
-    _check_attention_shapes(X, P["attn.wq.weight"], P["attn.wk.weight"], P["attn.wv.weight"], P["attn.wo.weight"],
-                            config)
+    _check_attention_shapes(
+        X, P["attn.wq.weight"], P["attn.wk.weight"], P["attn.wv.weight"], P["attn.wo.weight"], config
+    )
     _check_swiglu_shapes(X, P["ffn.w_gate.weight"], P["ffn.w_up.weight"], P["ffn.w_down.weight"])
     if not _all_finite(X, *P.values()):
         return _nonfinite("block", np.full(X.shape, np.nan))
@@ -954,10 +1017,10 @@ def _outer_sum(a: DD, b: np.ndarray | DD, tol_bits: int, stats: _Stats) -> DD:
     out_hi, out_lo = np.empty((Pn, Qn)), np.empty((Pn, Qn))
     ch = max(1, _TERM_BUDGET // max(1, 4 * A.hi.shape[0] * Qn))
     for i in range(0, Pn, ch):
-        ai = DD(A.hi[:, i:i + ch].T[:, None, :], A.lo[:, i:i + ch].T[:, None, :])  # (c, 1, N)
+        ai = DD(A.hi[:, i : i + ch].T[:, None, :], A.lo[:, i : i + ch].T[:, None, :])  # (c, 1, N)
         bi = DD(Bm.hi.T[None], Bm.lo.T[None])  # (1, Q, N)
         s = _dot(ai, bi, -1, tol_bits, stats)
-        out_hi[i:i + ch], out_lo[i:i + ch] = s.hi, s.lo
+        out_hi[i : i + ch], out_lo[i : i + ch] = s.hi, s.lo
     return DD(out_hi, out_lo)
 
 
@@ -993,12 +1056,18 @@ def rmsnorm_vjp(x: Any, weight: Any, eps: float, grad_out: Any, **opts: Any) -> 
     flat = gxr.reshape(-1, D)
     dw = _sum_terms(np.concatenate([flat.hi.T, flat.lo.T], axis=-1), o.tol_bits, stats)
     dl.check()
-    info = {"method": "fast", "sum_bound_rel": stats.sum_bound_rel, "kernel_checks": stats.kernel_checks,
-            "validated": o.validate}
+    info = {
+        "method": "fast",
+        "sum_bound_rel": stats.sum_bound_rel,
+        "kernel_checks": stats.kernel_checks,
+        "validated": o.validate,
+    }
     if o.validate == "full":
         ref_dx, ref_dw = _mp_rmsnorm_vjp(X, w, G, eps, o, dl)
-        info["full_check_rel"] = max(_compare_mp("rmsnorm_vjp.dx", dx, ref_dx[0], ref_dx[1], o, "the fast path"),
-                                     _compare_mp("rmsnorm_vjp.dw", dw, ref_dw[0], ref_dw[1], o, "the fast path"))
+        info["full_check_rel"] = max(
+            _compare_mp("rmsnorm_vjp.dx", dx, ref_dx[0], ref_dx[1], o, "the fast path"),
+            _compare_mp("rmsnorm_vjp.dw", dw, ref_dw[0], ref_dw[1], o, "the fast path"),
+        )
     return _golden("rmsnorm_vjp.dx", dx, info), _golden("rmsnorm_vjp.dw", dw, info)
 
 
@@ -1025,8 +1094,9 @@ def _mp_rmsnorm_vjp(X: np.ndarray, w: np.ndarray, G: np.ndarray, eps: float, o: 
     return (dx.reshape(X.shape), sdx.reshape(X.shape)), (np.array(dw, dtype=object), np.array(sdw, dtype=object))
 
 
-def swiglu_vjp(x: Any, w_gate: Any, w_up: Any, w_down: Any, grad_out: Any,
-               **opts: Any) -> tuple[Golden, Golden, Golden, Golden]:
+def swiglu_vjp(
+    x: Any, w_gate: Any, w_up: Any, w_down: Any, grad_out: Any, **opts: Any
+) -> tuple[Golden, Golden, Golden, Golden]:
     """Golden SwiGLU vector–Jacobian product. With g = W_gate x, u = W_up x, s = silu(g), h = s ⊙ u, y = W_down h
     and upstream gradient γ: dh = W_downᵀ γ, dW_down = Σ_rows γ ⊗ h, du = dh ⊙ s,
     dg = dh ⊙ u ⊙ silu'(g) with silu'(z) = σ(z)(1 + z(1 − σ(z))), dx = W_gateᵀ dg + W_upᵀ du,
@@ -1054,20 +1124,31 @@ def swiglu_vjp(x: Any, w_gate: Any, w_up: Any, w_down: Any, grad_out: Any,
     one_minus = dd.add_d(dd.neg(sig), 1.0)
     dsilu = dd.mul(sig, dd.add_d(dd.mul(g, one_minus), 1.0))
     dg = dd.mul(dd.mul(dh, u), dsilu)
-    dx = dd.add(_matvec(np.ascontiguousarray(Wg.T), dg, False, o.tol_bits, stats, dl),
-                _matvec(np.ascontiguousarray(Wu.T), du, False, o.tol_bits, stats, dl))
+    dx = dd.add(
+        _matvec(np.ascontiguousarray(Wg.T), dg, False, o.tol_bits, stats, dl),
+        _matvec(np.ascontiguousarray(Wu.T), du, False, o.tol_bits, stats, dl),
+    )
     dWg = _outer_sum(dg, x64, o.tol_bits, stats)
     dWu = _outer_sum(du, x64, o.tol_bits, stats)
-    info = {"method": "fast", "sum_bound_rel": stats.sum_bound_rel, "kernel_checks": stats.kernel_checks,
-            "validated": o.validate}
+    info = {
+        "method": "fast",
+        "sum_bound_rel": stats.sum_bound_rel,
+        "kernel_checks": stats.kernel_checks,
+        "validated": o.validate,
+    }
     if o.validate == "full":
         refs = _mp_swiglu_vjp(X, Wg, Wu, Wd, Gy, o, dl)
-        info["full_check_rel"] = max(_compare_mp(f"swiglu_vjp.{n}", got, ref[0], ref[1], o, "the fast path")
-                                     for n, got, ref in zip(("dx", "dw_gate", "dw_up", "dw_down"),
-                                                            (dx, dWg, dWu, dWd), refs, strict=True))
+        info["full_check_rel"] = max(
+            _compare_mp(f"swiglu_vjp.{n}", got, ref[0], ref[1], o, "the fast path")
+            for n, got, ref in zip(("dx", "dw_gate", "dw_up", "dw_down"), (dx, dWg, dWu, dWd), refs, strict=True)
+        )
     dx = DD(dx.hi.reshape(X.shape), dx.lo.reshape(X.shape))
-    return (_golden("swiglu_vjp.dx", dx, info), _golden("swiglu_vjp.dw_gate", dWg, info),
-            _golden("swiglu_vjp.dw_up", dWu, info), _golden("swiglu_vjp.dw_down", dWd, info))
+    return (
+        _golden("swiglu_vjp.dx", dx, info),
+        _golden("swiglu_vjp.dw_gate", dWg, info),
+        _golden("swiglu_vjp.dw_up", dWu, info),
+        _golden("swiglu_vjp.dw_down", dWd, info),
+    )
 
 
 def _mp_swiglu_vjp(X, Wg, Wu, Wd, Gy, o: _Opts, dl: _Deadline):
@@ -1104,8 +1185,10 @@ def _check_swiglu_shapes(X: np.ndarray, Wg: np.ndarray, Wu: np.ndarray, Wd: np.n
     D = X.shape[-1]
     F = Wg.shape[0]
     if Wg.shape != (F, D) or Wu.shape != (F, D) or Wd.shape != (D, F):
-        raise ValueError(f"golden.swiglu: expected w_gate, w_up (F, D) and w_down (D, F) for D={D}; got "
-                         f"{Wg.shape}, {Wu.shape}, {Wd.shape}")
+        raise ValueError(
+            f"golden.swiglu: expected w_gate, w_up (F, D) and w_down (D, F) for D={D}; got "
+            f"{Wg.shape}, {Wu.shape}, {Wd.shape}"
+        )
 
 
 def _check_attention_shapes(X, wq, wk, wv, wo, cfg) -> None:

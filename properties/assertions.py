@@ -22,8 +22,16 @@ from hypothesis.control import currently_in_test_context
 from properties import registry
 
 __all__ = [
-    "as_f64", "assert_bitwise_equal", "assert_close", "assert_finite", "assert_matches_golden",
-    "assert_output_contract", "assert_unchanged", "fail", "golden_f64", "ulp_spacing",
+    "as_f64",
+    "assert_bitwise_equal",
+    "assert_close",
+    "assert_finite",
+    "assert_matches_golden",
+    "assert_output_contract",
+    "assert_unchanged",
+    "fail",
+    "golden_f64",
+    "ulp_spacing",
 ]
 
 
@@ -54,7 +62,10 @@ def golden_f64(g: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 _FORMAT = {  # precision p (with the hidden bit), e_min
-    torch.float64: (53, -1022), torch.float32: (24, -126), torch.float16: (11, -14), torch.bfloat16: (8, -126),
+    torch.float64: (53, -1022),
+    torch.float32: (24, -126),
+    torch.float16: (11, -14),
+    torch.bfloat16: (8, -126),
 }
 
 
@@ -94,8 +105,9 @@ def _index(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
 
 
-def assert_output_contract(y: Any, *, shape: tuple[int, ...], dtype: torch.dtype, device: str | torch.device,
-                           what: str = "output") -> None:
+def assert_output_contract(
+    y: Any, *, shape: tuple[int, ...], dtype: torch.dtype, device: str | torch.device, what: str = "output"
+) -> None:
     """y is a tensor of the given shape, dtype and device type."""
     __tracebackhide__ = True
     if not isinstance(y, torch.Tensor):
@@ -111,8 +123,14 @@ def assert_output_contract(y: Any, *, shape: tuple[int, ...], dtype: torch.dtype
         fail(f"{what}: " + "; ".join(problems))
 
 
-def assert_matches_golden(actual: torch.Tensor, golden: Any, bound: Any, *, what: str = "y", record: bool = True,
-                          ) -> float:
+def assert_matches_golden(
+    actual: torch.Tensor,
+    golden: Any,
+    bound: Any,
+    *,
+    what: str = "y",
+    record: bool = True,
+) -> float:
     """|actual − golden| ≤ bound.abs elementwise (golden: Golden hi+lo; bound: Bound with abs/ulps/formula).
 
     Records max and p99 ULP error and the worst element; returns the max ULP error.
@@ -132,13 +150,31 @@ def assert_matches_golden(actual: torch.Tensor, golden: Any, bound: Any, *, what
     both_nan = np.isnan(a) & np.isnan(hi)
     same_inf = np.isinf(a) & (a == hi)
     ok = both_nan | same_inf | (diff <= allowed) | _undetermined(allowed, dtype)
-    return _judge(a, hi, err_ulp, diff, allowed, ok, dtype, what, getattr(bound, "formula", "derived bound"),
-                  golden_name="golden", record=record)
+    return _judge(
+        a,
+        hi,
+        err_ulp,
+        diff,
+        allowed,
+        ok,
+        dtype,
+        what,
+        getattr(bound, "formula", "derived bound"),
+        golden_name="golden",
+        record=record,
+    )
 
 
-def assert_close(actual: torch.Tensor | np.ndarray, expected: torch.Tensor | np.ndarray, allowed: np.ndarray | float,
-                 *, formula: str, what: str, expected_name: str = "expected",
-                 dtype: torch.dtype | None = None) -> float:
+def assert_close(
+    actual: torch.Tensor | np.ndarray,
+    expected: torch.Tensor | np.ndarray,
+    allowed: np.ndarray | float,
+    *,
+    formula: str,
+    what: str,
+    expected_name: str = "expected",
+    dtype: torch.dtype | None = None,
+) -> float:
     """|actual − expected| ≤ allowed elementwise (an invariant with a derived rounding bound).
 
     With ``dtype`` the error is also expressed in ULPs of that dtype (and returned); without, the quantity is
@@ -155,8 +191,9 @@ def assert_close(actual: torch.Tensor | np.ndarray, expected: torch.Tensor | np.
         diff = np.abs(a - e)
     ok = (np.isnan(a) & np.isnan(e)) | (np.isinf(a) & (a == e)) | (diff <= allowed) | _undetermined(allowed, dtype)
     err_ulp = _ulp_error(a, e, np.zeros_like(e), dtype)
-    return _judge(a, e, err_ulp, diff, allowed, ok, dtype, what, formula, golden_name=expected_name, record=False,
-                  in_ulps=in_ulps)
+    return _judge(
+        a, e, err_ulp, diff, allowed, ok, dtype, what, formula, golden_name=expected_name, record=False, in_ulps=in_ulps
+    )
 
 
 def _undetermined(allowed: np.ndarray, dtype: torch.dtype) -> np.ndarray:
@@ -168,9 +205,20 @@ def _undetermined(allowed: np.ndarray, dtype: torch.dtype) -> np.ndarray:
     return undetermined
 
 
-def _judge(a: np.ndarray, g: np.ndarray, err_ulp: np.ndarray, diff: np.ndarray, allowed: np.ndarray, ok: np.ndarray,
-           dtype: torch.dtype, what: str, formula: str, golden_name: str, record: bool = True,
-           in_ulps: bool = True) -> float:
+def _judge(
+    a: np.ndarray,
+    g: np.ndarray,
+    err_ulp: np.ndarray,
+    diff: np.ndarray,
+    allowed: np.ndarray,
+    ok: np.ndarray,
+    dtype: torch.dtype,
+    what: str,
+    formula: str,
+    golden_name: str,
+    record: bool = True,
+    in_ulps: bool = True,
+) -> float:
     __tracebackhide__ = True
     judged = np.isfinite(g) & np.isfinite(allowed)  # infinite bound: not determined in this dtype (_undetermined)
     finite = err_ulp[judged] if err_ulp.size else err_ulp
@@ -179,9 +227,13 @@ def _judge(a: np.ndarray, g: np.ndarray, err_ulp: np.ndarray, diff: np.ndarray, 
         p99 = float(np.percentile(np.minimum(finite, 1e300), 99)) if finite.size else 0.0
     if record:
         worst = int(np.argmax(np.where(judged, err_ulp, -1.0))) if err_ulp.size else 0
-        registry.record_error(max_ulp, p99, worst_index=_index(worst, a.shape),
-                              worst_golden=float(g.flat[worst]) if a.size else None,
-                              worst_actual=float(a.flat[worst]) if a.size else None)
+        registry.record_error(
+            max_ulp,
+            p99,
+            worst_index=_index(worst, a.shape),
+            worst_golden=float(g.flat[worst]) if a.size else None,
+            worst_actual=float(a.flat[worst]) if a.size else None,
+        )
         if currently_in_test_context():
             target(min(max_ulp, 1e30), label=f"ULP error of {what}")
     if bool(np.all(ok)):
@@ -192,17 +244,23 @@ def _judge(a: np.ndarray, g: np.ndarray, err_ulp: np.ndarray, diff: np.ndarray, 
     i = int(np.argmax(excess))
     spacing = ulp_spacing(g.flat[i : i + 1], dtype)[0]
     bound_ulp = allowed.flat[i] / spacing if spacing and np.isfinite(spacing) else float("nan")
-    head = (f"ULP error {err_ulp.flat[i]:.4g} > bound {bound_ulp:.4g} ULP" if in_ulps else
-            f"|actual − {golden_name}| {diff.flat[i]:.4g} > allowed {allowed.flat[i]:.4g}")
-    fail(f"{what}: {head} (= {formula}); {int(bad.sum())} of {bad.size} elements out of bound\n"
-         f"  worst at {_index(i, a.shape)}: {golden_name} {_fmt(float(g.flat[i]))}, actual {_fmt(float(a.flat[i]))}, "
-         f"|actual − {golden_name}| {diff.flat[i]:.4g} > allowed {allowed.flat[i]:.4g}"
-         + (f"\n  max ULP error over all elements {max_ulp:.4g}" if in_ulps else ""))
+    head = (
+        f"ULP error {err_ulp.flat[i]:.4g} > bound {bound_ulp:.4g} ULP"
+        if in_ulps
+        else f"|actual − {golden_name}| {diff.flat[i]:.4g} > allowed {allowed.flat[i]:.4g}"
+    )
+    fail(
+        f"{what}: {head} (= {formula}); {int(bad.sum())} of {bad.size} elements out of bound\n"
+        f"  worst at {_index(i, a.shape)}: {golden_name} {_fmt(float(g.flat[i]))}, actual {_fmt(float(a.flat[i]))}, "
+        f"|actual − {golden_name}| {diff.flat[i]:.4g} > allowed {allowed.flat[i]:.4g}"
+        + (f"\n  max ULP error over all elements {max_ulp:.4g}" if in_ulps else "")
+    )
     return max_ulp
 
 
-def assert_bitwise_equal(actual: torch.Tensor, expected: torch.Tensor, *, what: str, why: str = "",
-                         zeros_signed: bool = False) -> None:
+def assert_bitwise_equal(
+    actual: torch.Tensor, expected: torch.Tensor, *, what: str, why: str = "", zeros_signed: bool = False
+) -> None:
     """actual == expected value for value (NaN == NaN; +0 == −0 unless ``zeros_signed``), same shape."""
     __tracebackhide__ = True
     if tuple(actual.shape) != tuple(expected.shape):
@@ -214,8 +272,10 @@ def assert_bitwise_equal(actual: torch.Tensor, expected: torch.Tensor, *, what: 
     if bool(np.all(eq)):
         return
     i = int(np.argmin(eq.reshape(-1)))
-    fail(f"{what}: not bitwise equal{' (' + why + ')' if why else ''}: {int((~eq).sum())} of {eq.size} elements "
-         f"differ; first at {_index(i, a.shape)}: expected {_fmt(float(e.flat[i]))}, actual {_fmt(float(a.flat[i]))}")
+    fail(
+        f"{what}: not bitwise equal{' (' + why + ')' if why else ''}: {int((~eq).sum())} of {eq.size} elements "
+        f"differ; first at {_index(i, a.shape)}: expected {_fmt(float(e.flat[i]))}, actual {_fmt(float(a.flat[i]))}"
+    )
 
 
 def assert_unchanged(before: torch.Tensor, after: torch.Tensor, *, what: str) -> None:
@@ -229,7 +289,8 @@ def assert_unchanged(before: torch.Tensor, after: torch.Tensor, *, what: str) ->
         assert_bitwise_equal(after, before, what=f"{what} was modified by the call", zeros_signed=True)
         return
     same = before.shape == after.shape and bool(
-        torch.equal(before.view(_int_view(before.dtype)), after.view(_int_view(after.dtype))))
+        torch.equal(before.view(_int_view(before.dtype)), after.view(_int_view(after.dtype)))
+    )
     if not same:
         assert_bitwise_equal(after, before, what=f"{what} was modified by the call", zeros_signed=True)
         fail(f"{what} was modified by the call (bit patterns differ)")

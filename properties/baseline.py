@@ -50,14 +50,17 @@ def _num(value: Any) -> float | None:
     return None if math.isnan(value) else value
 
 
-def snapshot(results: Iterable[Any], *, impl: str | None = None, profile: str | None = None,
-             seed: int | None = None) -> dict[str, Any]:
+def snapshot(
+    results: Iterable[Any], *, impl: str | None = None, profile: str | None = None, seed: int | None = None
+) -> dict[str, Any]:
     """The baseline document of a run (``results``: LawResults or their ``to_json()`` dicts)."""
     records = {}
     for r in results:
         r = r if isinstance(r, dict) else r.to_json()
         records[key(r["law_id"], r["dtype"], r["device"])] = {
-            "status": r["status"], "max_ulp": _num(r.get("max_ulp")), "p99_ulp": _num(r.get("p99_ulp")),
+            "status": r["status"],
+            "max_ulp": _num(r.get("max_ulp")),
+            "p99_ulp": _num(r.get("p99_ulp")),
             "examples": r.get("examples", 0),
         }
         profile = profile or r.get("profile")
@@ -65,9 +68,14 @@ def snapshot(results: Iterable[Any], *, impl: str | None = None, profile: str | 
     from properties import __version__
 
     return {
-        "schema": SCHEMA, "impl": impl, "profile": profile, "seed": seed,
+        "schema": SCHEMA,
+        "impl": impl,
+        "profile": profile,
+        "seed": seed,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "suite_version": __version__, "torch": torch.__version__, "python": platform.python_version(),
+        "suite_version": __version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
         "records": dict(sorted(records.items())),
     }
 
@@ -94,8 +102,10 @@ def load(path: str | Path) -> dict[str, Any]:
         raise ValueError(f"{path} is not a baseline (invalid JSON: {exc})") from exc
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-        raise ValueError(f"{path} has schema {found!r}, expected {SCHEMA!r}; re-record it (delete the file and "
-                         f"run with --baseline again)")
+        raise ValueError(
+            f"{path} has schema {found!r}, expected {SCHEMA!r}; re-record it (delete the file and "
+            f"run with --baseline again)"
+        )
     return doc
 
 
@@ -155,6 +165,9 @@ def compare(results: Iterable[Any], path: str | Path, *, profile: str | None = N
     base = load(path)
     lines = [c.text for c in changes(results, base) if c.is_regression]
     if lines and profile is not None and base.get("profile") not in (None, profile):
-        lines.insert(0, f"note: baseline {path} was recorded with profile {base['profile']!r}, this run used "
-                        f"{profile!r}: different inputs, so growth may be a harder input rather than a regression")
+        lines.insert(
+            0,
+            f"note: baseline {path} was recorded with profile {base['profile']!r}, this run used "
+            f"{profile!r}: different inputs, so growth may be a harder input rather than a regression",
+        )
     return lines

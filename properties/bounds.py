@@ -49,8 +49,17 @@ import torch
 from properties import ulp as _ulp
 
 __all__ = [
-    "LAMBDA", "Bound", "accuracy_class", "attention", "block", "compute_dtype", "rmsnorm", "rmsnorm_vjp", "silu",
-    "swiglu", "swiglu_vjp",
+    "LAMBDA",
+    "Bound",
+    "accuracy_class",
+    "attention",
+    "block",
+    "compute_dtype",
+    "rmsnorm",
+    "rmsnorm_vjp",
+    "silu",
+    "swiglu",
+    "swiglu_vjp",
 ]
 
 LAMBDA = 6.0  # Higham–Mary confidence parameter: P(model bound exceeded) ≤ 2·exp(−λ²/2) per element
@@ -87,7 +96,7 @@ class Bound:
 
 
 def accuracy_class(max_ulp: float) -> str:
-    """"correctly rounded" (≤ 0.5 ULP) | "faithful" (< 1 ULP) | "≤ k ULP" (k rounded up to 2 significant digits)."""
+    """ "correctly rounded" (≤ 0.5 ULP) | "faithful" (< 1 ULP) | "≤ k ULP" (k rounded up to 2 significant digits)."""
     if not math.isfinite(max_ulp):
         return "unbounded"
     if max_ulp <= 0.5:
@@ -256,8 +265,11 @@ def _rmsnorm_e(x: _E, w: np.ndarray, eps: float, p: _P) -> tuple[_E, np.ndarray]
         y = xv * r * w
     ay = np.abs(y)
     # own rounding: x·r (u_c), ·w (u_c); conventions (b): x·r rounded to t, then ·w rounded (final rounding separate)
-    own1 = (rel_r + 2 * p.uc) * ay + 2 * p.tiny_c * (1 + np.abs(w)) + ((p.ut * ay + p.tiny_t * np.abs(w))
-                                                                           if p.narrow else 0.0)
+    own1 = (
+        (rel_r + 2 * p.uc) * ay
+        + 2 * p.tiny_c * (1 + np.abs(w))
+        + ((p.ut * ay + p.tiny_t * np.abs(w)) if p.narrow else 0.0)
+    )
     own2 = own1**2  # the row-common r error is coherent within the row: keep it as one source per element
     # propagated input error: ∂y_i/∂x_j = r w_i (δ_ij − x_i x_j r²/D)
     with np.errstate(all="ignore"):
@@ -294,8 +306,15 @@ def _swiglu_e(x: _E, Wg: np.ndarray, Wu: np.ndarray, Wd: np.ndarray, p: _P) -> t
     return y, {"g": g, "u": u, "s": s, "sig": sig, "h": h}
 
 
-def _finish(y: _E, p: _P, component: str, formula_core: str, shape_note: str, overflow: np.ndarray | None = None,
-            golden_value: np.ndarray | None = None) -> Bound:
+def _finish(
+    y: _E,
+    p: _P,
+    component: str,
+    formula_core: str,
+    shape_note: str,
+    overflow: np.ndarray | None = None,
+    golden_value: np.ndarray | None = None,
+) -> Bound:
     """δ = min(e1, λ√e2); abs = δ + ½·ulp_t(|y| + δ); ulps at the golden value."""
     with np.errstate(all="ignore"):
         delta = np.minimum(y.e1, LAMBDA * np.sqrt(y.e2))
@@ -309,8 +328,10 @@ def _finish(y: _E, p: _P, component: str, formula_core: str, shape_note: str, ov
             ab = np.where(overflow, np.inf, ab)
             ulps = np.where(overflow, np.inf, ulps)
     mx = float(np.max(ulps[np.isfinite(ulps)])) if np.isfinite(ulps).any() else float("inf")
-    formula = (f"{formula_core} = max {mx:.4g} ULP ({accuracy_class(mx)}) "
-               f"[{component}, t={_NAMES[p.t]}, c={_NAMES[p.c]}, {shape_note}]")
+    formula = (
+        f"{formula_core} = max {mx:.4g} ULP ({accuracy_class(mx)}) "
+        f"[{component}, t={_NAMES[p.t]}, c={_NAMES[p.c]}, {shape_note}]"
+    )
     ov = None if overflow is None else np.broadcast_to(np.asarray(overflow, dtype=bool), ab.shape).copy()
     return Bound(ab, ulps, formula, component, p.t, ov)
 
@@ -346,8 +367,10 @@ def rmsnorm(x: Any, weight: Any, eps: float, dtype: Any) -> Bound:
     D = X.shape[-1]
     y, _ = _rmsnorm_e(_E.exact(X), w, float(eps), p)
     two = f" + u_{_NAMES[p.t]}·|y| (HF: x·r rounded to {_NAMES[p.t]})" if p.narrow else ""
-    core = (f"0.5 + [½(⌈log2 D⌉+2)ρ + ½(2−ρ) + 4]·u_{_NAMES[p.c]}·|y|{two} "
-            f"= 0.5 + {(0.5 * _depth(D) + 5) * p.uc / p.ut:.3g}·|y|/ulp_t" + (" + |y|/ulp_t" if p.narrow else ""))
+    core = (
+        f"0.5 + [½(⌈log2 D⌉+2)ρ + ½(2−ρ) + 4]·u_{_NAMES[p.c]}·|y|{two} "
+        f"= 0.5 + {(0.5 * _depth(D) + 5) * p.uc / p.ut:.3g}·|y|/ulp_t" + (" + |y|/ulp_t" if p.narrow else "")
+    )
     ov = _row_overflow([y.v], p, X.shape[:-1])[..., None] & np.ones(X.shape, dtype=bool)
     return _finish(y, p, "rmsnorm", core, f"D={D}", overflow=ov)
 
@@ -386,8 +409,10 @@ def rmsnorm_vjp(x: Any, weight: Any, eps: float, grad_out: Any, dtype: Any) -> t
     flat = _E(gxr.v.reshape(-1, D), gxr.e1.reshape(-1, D), gxr.e2.reshape(-1, D))
     dw = _contract(flat, _E.exact(np.ones(flat.v.shape[0])), "nd,n->d", max(N, 1), p)
     core = "0.5 + min(e₁, λ√e₂), λ=6: first-order propagation of u_c, u_t roundings through dx = r·w⊙g − r³/D·x·A"
-    return (_finish(dx, p, "rmsnorm_vjp.dx", core, f"D={D}"),
-            _finish(dw, p, "rmsnorm_vjp.dw", "0.5 + min(e₁, λ√e₂), λ=6: Σ_rows g⊙x·r with γ_N", f"D={D}, N={N}"))
+    return (
+        _finish(dx, p, "rmsnorm_vjp.dx", core, f"D={D}"),
+        _finish(dw, p, "rmsnorm_vjp.dw", "0.5 + min(e₁, λ√e₂), λ=6: Σ_rows g⊙x·r with γ_N", f"D={D}, N={N}"),
+    )
 
 
 # ----------------------------------------------------------------------------------------- SwiGLU
@@ -409,8 +434,10 @@ def swiglu(x: Any, w_gate: Any, w_up: Any, w_down: Any, dtype: Any) -> Bound:
     ov = _row_overflow([t["g"].v, t["u"].v, t["h"].v, y.v], p, (X2.shape[0],))
     y = _E(y.v.reshape(*X.shape[:-1], D), y.e1.reshape(*X.shape[:-1], D), y.e2.reshape(*X.shape[:-1], D))
     ov = np.broadcast_to(ov.reshape(*X.shape[:-1], 1), y.v.shape)
-    core = (f"0.5 + min(e₁, λ√e₂), λ={LAMBDA:g}; e from γ_D=(⌈log2 D⌉+2)u_c, γ_F=(⌈log2 F⌉+2)u_c, silu 4u_c, "
-            f"roundings of g,u,silu,h to t (u_t={p.ut:.3g}, u_c={p.uc:.3g})")
+    core = (
+        f"0.5 + min(e₁, λ√e₂), λ={LAMBDA:g}; e from γ_D=(⌈log2 D⌉+2)u_c, γ_F=(⌈log2 F⌉+2)u_c, silu 4u_c, "
+        f"roundings of g,u,silu,h to t (u_t={p.ut:.3g}, u_c={p.uc:.3g})"
+    )
     return _finish(y, p, "swiglu", core, f"D={D}, F={F}", overflow=ov)
 
 
@@ -458,8 +485,10 @@ def swiglu_vjp(x: Any, w_gate: Any, w_up: Any, w_down: Any, grad_out: Any, dtype
     dx = _E(dx.v.reshape(X.shape), dx.e1.reshape(X.shape), dx.e2.reshape(X.shape))
     core = f"0.5 + min(e₁, λ√e₂), λ={LAMBDA:g}; first-order propagation through the SwiGLU backward graph"
     note = f"D={D}, F={F}, N={N}"
-    return tuple(_finish(e, p, f"swiglu_vjp.{n}", core, note)
-                 for n, e in (("dx", dx), ("dw_gate", dWg), ("dw_up", dWu), ("dw_down", dWd)))
+    return tuple(
+        _finish(e, p, f"swiglu_vjp.{n}", core, note)
+        for n, e in (("dx", dx), ("dw_gate", dWg), ("dw_up", dWu), ("dw_down", dWd))
+    )
 
 
 # -------------------------------------------------------------------------------- attention, Block
@@ -476,9 +505,11 @@ def _rope_e(q: _E, T: int, K: int, theta: float, p: _P) -> _E:
     cos_e = _to_t(_E(cos.reshape(shape), dang.reshape(shape), dang.reshape(shape) ** 2), p)
     sin_e = _to_t(_E(sin.reshape(shape), dang.reshape(shape), dang.reshape(shape) ** 2), p)
     half = K // 2
-    rot = _E(np.concatenate([-q.v[..., half:], q.v[..., :half]], -1),
-             np.concatenate([q.e1[..., half:], q.e1[..., :half]], -1),
-             np.concatenate([q.e2[..., half:], q.e2[..., :half]], -1))
+    rot = _E(
+        np.concatenate([-q.v[..., half:], q.v[..., :half]], -1),
+        np.concatenate([q.e1[..., half:], q.e1[..., :half]], -1),
+        np.concatenate([q.e2[..., half:], q.e2[..., :half]], -1),
+    )
     a = _to_t(_op(_mul(q, cos_e), p), p)
     b = _to_t(_op(_mul(rot, sin_e), p), p)
     return _to_t(_op(_add(a, b), p), p)
@@ -547,8 +578,7 @@ def block(x: Any, params: Mapping[str, Any], config: Any, dtype: Any) -> Bound:
     xs = _E.exact(X)
     a, _ = _rmsnorm_e(xs, P["attn_norm.weight"], eps, p)
     a = _to_t(a, p)  # the norm's output is stored in t (the ½ ULP final rounding of RMSNorm)
-    att = _attention_e(a, P["attn.wq.weight"], P["attn.wk.weight"], P["attn.wv.weight"], P["attn.wo.weight"],
-                       config, p)
+    att = _attention_e(a, P["attn.wq.weight"], P["attn.wk.weight"], P["attn.wv.weight"], P["attn.wo.weight"], config, p)
     h = _round(_add(xs, att), p.ut, p.tiny_t)  # residual sum stored in t
     b, _ = _rmsnorm_e(h, P["ffn_norm.weight"], eps, p)
     b = _round(b, p.ut, p.tiny_t)
@@ -560,8 +590,15 @@ def block(x: Any, params: Mapping[str, Any], config: Any, dtype: Any) -> Bound:
     out = _add(h, f)
     ov = _row_overflow([t["g"].v, t["u"].v, t["h"].v], p, (B * T,)).reshape(B, T, 1)
     ov = np.broadcast_to(ov, X.shape)
-    core = (f"0.5 + min(e₁, λ√e₂), λ={LAMBDA:g}; RMSNorm → attention (RoPE, scores, softmax, p·v) → residual → "
-            f"RMSNorm → SwiGLU → residual, every HF-bf16 rounding to t included")
-    return _finish(out, p, "block", core,
-                   f"D={D}, T={T}, H={config.n_heads}, G={config.n_kv_heads}, F={P['ffn.w_gate.weight'].shape[0]}",
-                   overflow=ov)
+    core = (
+        f"0.5 + min(e₁, λ√e₂), λ={LAMBDA:g}; RMSNorm → attention (RoPE, scores, softmax, p·v) → residual → "
+        f"RMSNorm → SwiGLU → residual, every HF-bf16 rounding to t included"
+    )
+    return _finish(
+        out,
+        p,
+        "block",
+        core,
+        f"D={D}, T={T}, H={config.n_heads}, G={config.n_kv_heads}, F={P['ffn.w_gate.weight'].shape[0]}",
+        overflow=ov,
+    )

@@ -142,8 +142,9 @@ def build_cells(impl_name: str, results: Iterable[Any]) -> list[Cell]:
     cells: dict[tuple[str, str, str], Cell] = {}
     for r in results:
         r = r if isinstance(r, dict) else r.to_json()
-        cell = cells.setdefault((r["component"], r["dtype"], r["device"]),
-                                Cell(impl_name, r["component"], r["dtype"], r["device"]))
+        cell = cells.setdefault(
+            (r["component"], r["dtype"], r["device"]), Cell(impl_name, r["component"], r["dtype"], r["device"])
+        )
         cell.counts[r["status"]] = cell.counts.get(r["status"], 0) + 1
         if r["status"] == "skipped" and not cell.skip_reason:
             cell.skip_reason = r.get("message", "")
@@ -159,25 +160,48 @@ def build_cells(impl_name: str, results: Iterable[Any]) -> list[Cell]:
             cell.batch_invariant = verdict if cell.batch_invariant is None else cell.batch_invariant and verdict
             cell.batch_source = r["law_id"]
     order = {c: i for i, c in enumerate(COMPONENTS)}
-    return sorted(cells.values(), key=lambda c: (order.get(c.component, 99), DTYPES.index(c.dtype)
-                                                 if c.dtype in DTYPES else 9, c.device))
+    return sorted(
+        cells.values(),
+        key=lambda c: (order.get(c.component, 99), DTYPES.index(c.dtype) if c.dtype in DTYPES else 9, c.device),
+    )
 
 
 # ---------------------------------------------------------------------------------------------- running
 
 
-def _run_laws(impl: Implementation, *, profile: str, devices: Sequence[str], dtypes: Sequence[str] | None,
-              only: Sequence[str] | None, seed: int | None) -> list[Any]:
+def _run_laws(
+    impl: Implementation,
+    *,
+    profile: str,
+    devices: Sequence[str],
+    dtypes: Sequence[str] | None,
+    only: Sequence[str] | None,
+    seed: int | None,
+) -> list[Any]:
     """The law results of one implementation: ``properties.check.run_check`` (the same runner as ``check``)."""
     from properties.check import run_check
 
-    return run_check(impl, profile=profile, devices=list(devices), only=list(only) if only else None,
-                     dtypes=list(dtypes) if dtypes else None, seed=seed)
+    return run_check(
+        impl,
+        profile=profile,
+        devices=list(devices),
+        only=list(only) if only else None,
+        dtypes=list(dtypes) if dtypes else None,
+        seed=seed,
+    )
 
 
-def run(specs: Sequence[str], *, profile: str = "ci", devices: Sequence[str] = ("cpu",),
-        dtypes: Sequence[str] | None = None, only: Sequence[str] | None = None, seed: int | None = None,
-        use_expectations: bool = True, runner: Any = None) -> dict[str, Any]:
+def run(
+    specs: Sequence[str],
+    *,
+    profile: str = "ci",
+    devices: Sequence[str] = ("cpu",),
+    dtypes: Sequence[str] | None = None,
+    only: Sequence[str] | None = None,
+    seed: int | None = None,
+    use_expectations: bool = True,
+    runner: Any = None,
+) -> dict[str, Any]:
     """Run the laws for each implementation and aggregate: {"impls": [...], "cells": [...], "results": {...}}.
 
     ``runner(impl, profile=, devices=, dtypes=, only=, seed=)`` defaults to the ``check`` runner (for tests).
@@ -197,9 +221,15 @@ def run(specs: Sequence[str], *, profile: str = "ci", devices: Sequence[str] = (
                 cell.batch_invariant = batch_invariance(impl, cell.component, cell.dtype, cell.device)
                 cell.batch_source = "probe: op(x[:k]) == op(x)[:k], k = 1, 3"
         cells += impl_cells
-        impls.append({"spec": spec, "module": impl.module.__name__, "provided": list(impl.provided),
-                      "skip_reason": impl.skip_reason,
-                      "conventions": {c: impl.convention(c) for c in impl.provided}})
+        impls.append(
+            {
+                "spec": spec,
+                "module": impl.module.__name__,
+                "provided": list(impl.provided),
+                "skip_reason": impl.skip_reason,
+                "conventions": {c: impl.convention(c) for c in impl.provided},
+            }
+        )
     return {"impls": impls, "cells": cells, "results": raw, "meta": _meta(profile, devices, seed, specs)}
 
 
@@ -214,9 +244,15 @@ def _meta(profile: str, devices: Sequence[str], seed: int | None, specs: Sequenc
     except ImportError:
         pass
     command = f"nanolm-verify compare {' '.join(specs)} --profile {profile} --device {','.join(devices)}"
-    return {"profile": profile, "devices": list(devices), "seed": seed, "versions": versions,
-            "platform": platform.platform(), "date": datetime.date.today().isoformat(),
-            "command": command + (f" --seed {seed}" if seed is not None else "")}
+    return {
+        "profile": profile,
+        "devices": list(devices),
+        "seed": seed,
+        "versions": versions,
+        "platform": platform.platform(),
+        "date": datetime.date.today().isoformat(),
+        "command": command + (f" --seed {seed}" if seed is not None else ""),
+    }
 
 
 # ---------------------------------------------------------------------------------------------- rendering
@@ -259,14 +295,18 @@ def highlights(cells: Sequence[Cell], conventions: dict[str, dict[str, dict[str,
     lines = []
     for (component, dtype, device), group in groups.items():
         if len({c.accuracy for c in group}) > 1:
-            parts = "; ".join(f"{c.impl}: {c.accuracy} (max {_fmt(c.max_ulp)}, p99 {_fmt(c.p99_ulp)} ULP)"
-                              for c in sorted(group, key=lambda c: c.max_ulp))
+            parts = "; ".join(
+                f"{c.impl}: {c.accuracy} (max {_fmt(c.max_ulp)}, p99 {_fmt(c.p99_ulp)} ULP)"
+                for c in sorted(group, key=lambda c: c.max_ulp)
+            )
             worst = max(group, key=lambda c: c.max_ulp)
             conv = (conventions or {}).get(worst.impl, {}).get(component, {})
-            declared = "; ".join(f"{key.replace('_', ' ')}: {conv[key]}" for key in ("rounding", "compute_dtype")
-                                 if key in conv)
-            lines.append(f"{component} {dtype} {device} — {parts}"
-                         + (f". {worst.impl} declares {declared}" if declared else ""))
+            declared = "; ".join(
+                f"{key.replace('_', ' ')}: {conv[key]}" for key in ("rounding", "compute_dtype") if key in conv
+            )
+            lines.append(
+                f"{component} {dtype} {device} — {parts}" + (f". {worst.impl} declares {declared}" if declared else "")
+            )
     return lines
 
 
@@ -281,20 +321,39 @@ def _convention_rows(report: dict[str, Any]) -> list[tuple[str, str, str, str, s
             if not conv:
                 rows.append((info["spec"], component, "not declared (see the module's docstrings)", "—", "—"))
                 continue
-            weight = conv.get("weight_mapping") or (f"offset {conv['weight_offset']}" if "weight_offset" in conv
-                                                    else "—")
+            weight = conv.get("weight_mapping") or (
+                f"offset {conv['weight_offset']}" if "weight_offset" in conv else "—"
+            )
             rows.append((info["spec"], component, conv.get("rounding", "—"), conv.get("compute_dtype", "—"), weight))
     return rows
 
 
-_HEADER = ("implementation", "dtype", "device", "laws passed", "max ULP", "p99 ULP", "accuracy class",
-           "batch-invariant", "worst input (law)")
+_HEADER = (
+    "implementation",
+    "dtype",
+    "device",
+    "laws passed",
+    "max ULP",
+    "p99 ULP",
+    "accuracy class",
+    "batch-invariant",
+    "worst input (law)",
+)
 
 
 def _row(cell: Cell) -> tuple[str, ...]:
     worst = _compact(cell.worst_input) + (f" ({cell.worst_law.split('.', 1)[1]})" if cell.worst_law else "")
-    return (cell.impl, cell.dtype, cell.device, cell.laws_text, _fmt(cell.max_ulp), _fmt(cell.p99_ulp),
-            cell.accuracy, cell.batch_text, worst if cell.run else cell.skip_reason or "—")
+    return (
+        cell.impl,
+        cell.dtype,
+        cell.device,
+        cell.laws_text,
+        _fmt(cell.max_ulp),
+        _fmt(cell.p99_ulp),
+        cell.accuracy,
+        cell.batch_text,
+        worst if cell.run else cell.skip_reason or "—",
+    )
 
 
 def _components(cells: Sequence[Cell]) -> list[str]:
@@ -308,15 +367,22 @@ def _md_escape(text: str) -> str:
 def render_markdown(report: dict[str, Any]) -> str:
     """The report as GitHub-flavoured Markdown."""
     meta, cells = report["meta"], report["cells"]
-    out = ["# Implementation comparison", "",
-           f"Profile `{meta['profile']}`, devices {', '.join(meta['devices'])}, {meta['date']}; "
-           + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".", "",
-           f"Reproduce: `{meta['command']}`", "",
-           "ULP errors are against the golden (correctly rounded) value in the output dtype, maximised over every "
-           "law that measures it and every example drawn; *p99* is the largest per-example 99th percentile. "
-           "Accuracy class of the max: correctly rounded (≤ 0.5 ULP), faithful (< 1 ULP), else ≤ k ULP. "
-           "Batch-invariant: `op(x[:k]) == op(x)[:k]` bitwise, from a law where one exists, else measured here "
-           "(probe: 16 rows or 4 sequences, k = 1, 3).", ""]
+    out = [
+        "# Implementation comparison",
+        "",
+        f"Profile `{meta['profile']}`, devices {', '.join(meta['devices'])}, {meta['date']}; "
+        + ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
+        + ".",
+        "",
+        f"Reproduce: `{meta['command']}`",
+        "",
+        "ULP errors are against the golden (correctly rounded) value in the output dtype, maximised over every "
+        "law that measures it and every example drawn; *p99* is the largest per-example 99th percentile. "
+        "Accuracy class of the max: correctly rounded (≤ 0.5 ULP), faithful (< 1 ULP), else ≤ k ULP. "
+        "Batch-invariant: `op(x[:k]) == op(x)[:k]` bitwise, from a law where one exists, else measured here "
+        "(probe: 16 rows or 4 sequences, k = 1, 3).",
+        "",
+    ]
     lines = highlights(cells, _declared(report))
     if lines:
         out += ["## Where the implementations differ", "", *[f"- {_md_escape(line)}" for line in lines], ""]
@@ -325,8 +391,12 @@ def render_markdown(report: dict[str, Any]) -> str:
         for cell in (c for c in cells if c.component == component):
             out.append("| " + " | ".join(_md_escape(v) for v in _row(cell)) + " |")
         out.append("")
-    out += ["## Declared conventions", "", "| implementation | component | rounding | compute dtype | weight |",
-            "|---|---|---|---|---|"]
+    out += [
+        "## Declared conventions",
+        "",
+        "| implementation | component | rounding | compute dtype | weight |",
+        "|---|---|---|---|---|",
+    ]
     out += ["| " + " | ".join(_md_escape(v) for v in row) + " |" for row in _convention_rows(report)]
     out.append("")
     problems = [(c, p) for c in cells for p in c.problems]
@@ -334,8 +404,14 @@ def render_markdown(report: dict[str, Any]) -> str:
     if not problems:
         out += ["None: every law that ran passed.", ""]
     for cell, (law_id, status, message) in problems:
-        out += [f"- **{cell.impl}** `{law_id}` {cell.dtype} {cell.device}: **{status}**", "",
-                "  ```", *[f"  {line}" for line in message.strip().splitlines()[:12]], "  ```", ""]
+        out += [
+            f"- **{cell.impl}** `{law_id}` {cell.dtype} {cell.device}: **{status}**",
+            "",
+            "  ```",
+            *[f"  {line}" for line in message.strip().splitlines()[:12]],
+            "  ```",
+            "",
+        ]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -373,24 +449,37 @@ def render_html(report: dict[str, Any]) -> str:
     """The report as one static, self-contained HTML page (inline CSS, no scripts)."""
     meta, cells = report["meta"], report["cells"]
     e = html.escape
-    out = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
-           "<title>nanolm-verify — implementation comparison</title>", f"<style>{_CSS}</style></head><body>",
-           "<h1>Implementation comparison</h1>",
-           f'<p class="meta">Profile <code>{e(meta["profile"])}</code> · devices {e(", ".join(meta["devices"]))} · '
-           f'{e(meta["date"])} · ' + " · ".join(f"{e(k)} {e(str(v))}" for k, v in meta["versions"].items())
-           + f'<br>Reproduce: <code>{e(meta["command"])}</code></p>',
-           "<p>ULP errors are against the golden (correctly rounded) value in the output dtype, maximised over every "
-           "law that measures it and every example drawn; <em>p99</em> is the largest per-example 99th percentile. "
-           "Accuracy class of the max: correctly rounded (≤ 0.5 ULP), faithful (&lt; 1 ULP), else ≤ k ULP. "
-           "Batch-invariant: <code>op(x[:k]) == op(x)[:k]</code> bitwise, from a law where one exists, else measured "
-           "here (probe: 16 rows or 4 sequences, k = 1, 3).</p>"]
+    out = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        "<title>nanolm-verify — implementation comparison</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>Implementation comparison</h1>",
+        f'<p class="meta">Profile <code>{e(meta["profile"])}</code> · devices {e(", ".join(meta["devices"]))} · '
+        f"{e(meta['date'])} · "
+        + " · ".join(f"{e(k)} {e(str(v))}" for k, v in meta["versions"].items())
+        + f"<br>Reproduce: <code>{e(meta['command'])}</code></p>",
+        "<p>ULP errors are against the golden (correctly rounded) value in the output dtype, maximised over every "
+        "law that measures it and every example drawn; <em>p99</em> is the largest per-example 99th percentile. "
+        "Accuracy class of the max: correctly rounded (≤ 0.5 ULP), faithful (&lt; 1 ULP), else ≤ k ULP. "
+        "Batch-invariant: <code>op(x[:k]) == op(x)[:k]</code> bitwise, from a law where one exists, else measured "
+        "here (probe: 16 rows or 4 sequences, k = 1, 3).</p>",
+    ]
     lines = highlights(cells, _declared(report))
     if lines:
-        out += ["<h2>Where the implementations differ</h2>", '<ul class="hl">',
-                *[f"<li>{e(line)}</li>" for line in lines], "</ul>"]
+        out += [
+            "<h2>Where the implementations differ</h2>",
+            '<ul class="hl">',
+            *[f"<li>{e(line)}</li>" for line in lines],
+            "</ul>",
+        ]
     for component in _components(cells):
-        out += [f"<h2>{e(component)}</h2>", "<table><thead><tr>", *[f"<th>{e(h)}</th>" for h in _HEADER],
-                "</tr></thead><tbody>"]
+        out += [
+            f"<h2>{e(component)}</h2>",
+            "<table><thead><tr>",
+            *[f"<th>{e(h)}</th>" for h in _HEADER],
+            "</tr></thead><tbody>",
+        ]
         previous = None
         for cell in (c for c in cells if c.component == component):
             row = _row(cell)
@@ -400,22 +489,30 @@ def render_html(report: dict[str, Any]) -> str:
             if row[7].endswith("(probe)"):
                 batch += ' <span class="none" title="measured by compare, no law covers it">(probe)</span>'
             worst_json = e(json.dumps(cell.worst_input, indent=1)) if cell.worst_input else ""
-            worst = (f'<details><summary>{e(row[8])}</summary><pre>{worst_json}</pre></details>'
-                     if worst_json else e(row[8]))
-            out.append(f"<tr{first}><td><b>{e(row[0])}</b></td><td>{e(row[1])}</td><td>{e(row[2])}</td>"
-                       f"<td>{_laws_cell(cell)}</td><td class=num>{row[4]}</td><td class=num>{row[5]}</td>"
-                       f"<td>{_class_badge(cell)}</td><td>{batch}</td><td class=worst>{worst}</td></tr>")
+            worst = (
+                f"<details><summary>{e(row[8])}</summary><pre>{worst_json}</pre></details>" if worst_json else e(row[8])
+            )
+            out.append(
+                f"<tr{first}><td><b>{e(row[0])}</b></td><td>{e(row[1])}</td><td>{e(row[2])}</td>"
+                f"<td>{_laws_cell(cell)}</td><td class=num>{row[4]}</td><td class=num>{row[5]}</td>"
+                f"<td>{_class_badge(cell)}</td><td>{batch}</td><td class=worst>{worst}</td></tr>"
+            )
         out.append("</tbody></table>")
-    out += ["<h2>Declared conventions</h2>", "<table><thead><tr><th>implementation</th><th>component</th>"
-            "<th>rounding</th><th>compute dtype</th><th>weight</th></tr></thead><tbody>"]
+    out += [
+        "<h2>Declared conventions</h2>",
+        "<table><thead><tr><th>implementation</th><th>component</th>"
+        "<th>rounding</th><th>compute dtype</th><th>weight</th></tr></thead><tbody>",
+    ]
     out += ["<tr>" + "".join(f"<td>{e(str(v))}</td>" for v in row) + "</tr>" for row in _convention_rows(report)]
     out += ["</tbody></table>", "<h2>Failures and expected failures</h2>"]
     problems = [(c, p) for c in cells for p in c.problems]
     if not problems:
         out.append("<p>None: every law that ran passed.</p>")
     for cell, (law_id, status, message) in problems:
-        out.append(f"<details><summary><b>{e(cell.impl)}</b> <code>{e(law_id)}</code> {e(cell.dtype)} "
-                   f"{e(cell.device)}: <b>{e(status)}</b></summary><pre>{e(message.strip())}</pre></details>")
+        out.append(
+            f"<details><summary><b>{e(cell.impl)}</b> <code>{e(law_id)}</code> {e(cell.dtype)} "
+            f"{e(cell.device)}: <b>{e(status)}</b></summary><pre>{e(message.strip())}</pre></details>"
+        )
     out.append("</body></html>")
     return "\n".join(out) + "\n"
 
@@ -427,9 +524,13 @@ def write(report: dict[str, Any], out: str | Path) -> list[Path]:
     paths = [out / "report.md", out / "index.html", out / "results.json"]
     paths[0].write_text(render_markdown(report), encoding="utf-8")
     paths[1].write_text(render_html(report), encoding="utf-8")
-    data = {"schema": "nanolm-verify/compare/1", "meta": report["meta"], "impls": report["impls"],
-            "cells": [dataclasses.asdict(c) | {"accuracy_class": c.accuracy} for c in report["cells"]],
-            "results": report["results"]}
+    data = {
+        "schema": "nanolm-verify/compare/1",
+        "meta": report["meta"],
+        "impls": report["impls"],
+        "cells": [dataclasses.asdict(c) | {"accuracy_class": c.accuracy} for c in report["cells"]],
+        "results": report["results"],
+    }
     paths[2].write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
     return paths
 
@@ -446,9 +547,15 @@ def _split(values: Sequence[str] | None) -> list[str] | None:
 def main(args: argparse.Namespace) -> int:
     """``compare`` subcommand: 0 when the report is written, 2 on a usage or import error."""
     try:
-        report = run(args.impls, profile=args.profile, devices=_split(args.device) or ["cpu"],
-                     dtypes=_split(args.dtype), only=_split(args.only), seed=args.seed,
-                     use_expectations=not args.no_expectations)
+        report = run(
+            args.impls,
+            profile=args.profile,
+            devices=_split(args.device) or ["cpu"],
+            dtypes=_split(args.dtype),
+            only=_split(args.only),
+            seed=args.seed,
+            use_expectations=not args.no_expectations,
+        )
     except (ImplementationError, expectations.ExpectationError, ValueError) as exc:
         print(f"nanolm-verify compare: {exc}", file=sys.stderr)
         return 2
@@ -461,8 +568,9 @@ def main(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add the ``compare`` subcommand to the ``nanolm-verify`` parser."""
-    p = subparsers.add_parser("compare", help="compare implementations side by side (Markdown + HTML)",
-                              description=__doc__.split("\n\n")[0])
+    p = subparsers.add_parser(
+        "compare", help="compare implementations side by side (Markdown + HTML)", description=__doc__.split("\n\n")[0]
+    )
     p.add_argument("impls", nargs="+", metavar="IMPL", help="implementations: module, .py path or adapter id")
     p.add_argument("--out", required=True, help="directory for report.md, index.html, results.json")
     p.add_argument("--profile", default="ci", help="Hypothesis profile: ci (default), dev, thorough")

@@ -32,8 +32,19 @@ from typing import Any
 from properties.impl import ADAPTERS, Implementation
 
 __all__ = [
-    "ACTIONS", "DIRECTORY", "Expectation", "ExpectationError", "ExpectationWarning", "apply", "find", "load",
-    "parse", "path_for", "skip_reason", "summarize", "unmatched",
+    "ACTIONS",
+    "DIRECTORY",
+    "Expectation",
+    "ExpectationError",
+    "ExpectationWarning",
+    "apply",
+    "find",
+    "load",
+    "parse",
+    "path_for",
+    "skip_reason",
+    "summarize",
+    "unmatched",
 ]
 
 DIRECTORY = Path(__file__).with_name("expectations")
@@ -62,8 +73,11 @@ class Expectation:
     line: int = 0
 
     def matches(self, law_id: str, dtype: str, device: str) -> bool:
-        return (fnmatch.fnmatchcase(law_id, self.law) and fnmatch.fnmatchcase(dtype, self.dtype)
-                and fnmatch.fnmatchcase(device, self.device))
+        return (
+            fnmatch.fnmatchcase(law_id, self.law)
+            and fnmatch.fnmatchcase(dtype, self.dtype)
+            and fnmatch.fnmatchcase(device, self.device)
+        )
 
     @property
     def pattern(self) -> str:
@@ -83,16 +97,18 @@ def parse(text: str, source: str = "<string>") -> list[Expectation]:
             continue
         m = _LINE.match(line)
         if m is None:
-            raise ExpectationError(f"{source}:{number}: cannot parse {raw!r}; expected "
-                                   f"'<law-id>[<dtype>-<device>] <xfail|skip> <reason>'")
+            raise ExpectationError(
+                f"{source}:{number}: cannot parse {raw!r}; expected '<law-id>[<dtype>-<device>] <xfail|skip> <reason>'"
+            )
         action, reason = m["action"].lower(), m["reason"].strip()
         if action not in ACTIONS:
             raise ExpectationError(f"{source}:{number}: unknown action {m['action']!r}; expected one of {ACTIONS}")
         if not reason:
             raise ExpectationError(f"{source}:{number}: {m['law']} {action} needs a reason")
         dtype, _, device = (m["where"] or "*").partition("-")
-        entries.append(Expectation(m["law"], dtype.strip() or "*", device.strip() or "*", action, reason,
-                                   source, number))
+        entries.append(
+            Expectation(m["law"], dtype.strip() or "*", device.strip() or "*", action, reason, source, number)
+        )
     return entries
 
 
@@ -133,8 +149,13 @@ def unmatched(expectations: Iterable[Expectation], law_ids: Iterable[str] | None
     return [e for e in expectations if not any(fnmatch.fnmatchcase(i, e.law) for i in ids)]
 
 
-def apply(results: Sequence[Any], impl: Implementation | str, expectations: Sequence[Expectation] | None = None,
-          *, warn: bool = True) -> list[Any]:
+def apply(
+    results: Sequence[Any],
+    impl: Implementation | str,
+    expectations: Sequence[Expectation] | None = None,
+    *,
+    warn: bool = True,
+) -> list[Any]:
     """Results with expectations applied (new objects; the inputs are not modified). See the module docstring.
 
     ``results`` are ``properties.registry.LawResult``s (anything with law_id, dtype, device, status, message).
@@ -144,8 +165,9 @@ def apply(results: Sequence[Any], impl: Implementation | str, expectations: Sequ
     if warn and entries:
         known = {r.law_id for r in results} | set(_registered_law_ids())
         for e in unmatched(entries, known):
-            warnings.warn(f"{e.where}: expectation {e.pattern} matches no known law id", ExpectationWarning,
-                          stacklevel=2)
+            warnings.warn(
+                f"{e.where}: expectation {e.pattern} matches no known law id", ExpectationWarning, stacklevel=2
+            )
     out = []
     for result in results:
         entry = find(entries, result.law_id, result.dtype, result.device)
@@ -167,11 +189,14 @@ def _expect(result: Any, entry: Expectation, warn: bool) -> Any:
     if entry.action == "skip":
         return dataclasses.replace(result, status="skipped", message=f"expected skip ({entry.where}): {entry.reason}")
     if result.status == "failed":
-        return dataclasses.replace(result, status="xfailed",
-                                   message=f"expected failure ({entry.where}): {entry.reason}\n{result.message}")
+        return dataclasses.replace(
+            result, status="xfailed", message=f"expected failure ({entry.where}): {entry.reason}\n{result.message}"
+        )
     if result.status == "passed":
-        text = (f"{result.law_id} [{result.dtype}, {result.device}] passed but is expected to fail "
-                f"({entry.where}: {entry.reason}); remove the entry if the implementation was fixed")
+        text = (
+            f"{result.law_id} [{result.dtype}, {result.device}] passed but is expected to fail "
+            f"({entry.where}: {entry.reason}); remove the entry if the implementation was fixed"
+        )
         if warn:
             warnings.warn(text, ExpectationWarning, stacklevel=3)
         return dataclasses.replace(result, status="xpassed", message=text)

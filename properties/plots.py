@@ -110,9 +110,11 @@ def plot_error_vs_d(out_dir: Path) -> Path:
 
     fig = _figure(7.5, 4.8)
     ax = fig.add_subplot()
-    styles = {"fp32": (_BLUE, "Σx² accumulated in fp32 (the reference)"),
-              "bf16 sequential": (_RED, "Σx² accumulated left to right in bf16 (gallery: bf16_accumulation)"),
-              "bf16 pairwise": (_ORANGE, "Σx² accumulated pairwise (tree) in bf16")}
+    styles = {
+        "fp32": (_BLUE, "Σx² accumulated in fp32 (the reference)"),
+        "bf16 sequential": (_RED, "Σx² accumulated left to right in bf16 (gallery: bf16_accumulation)"),
+        "bf16 pairwise": (_ORANGE, "Σx² accumulated pairwise (tree) in bf16"),
+    }
     for key, (color, label) in styles.items():
         mx = [m for m, _ in series[key]]
         md = [max(p, 1e-2) for _, p in series[key]]
@@ -125,9 +127,11 @@ def plot_error_vs_d(out_dir: Path) -> Path:
     ax.set_yscale("log")
     ax.set_xlabel("D (features per row)")
     ax.set_ylabel("|y − golden| in ULPs of bf16 (log)")
-    ax.set_title("RMSNorm in bf16: error vs D by accumulation precision\n"
-                 f"(x ~ N(0.5, 1) in bf16, γ ~ 1 + 0.1·N(0, 1), {rows} rows per D; the rest in fp32, rounded once)",
-                 fontsize=11)
+    ax.set_title(
+        "RMSNorm in bf16: error vs D by accumulation precision\n"
+        f"(x ~ N(0.5, 1) in bf16, γ ~ 1 + 0.1·N(0, 1), {rows} rows per D; the rest in fp32, rounded once)",
+        fontsize=11,
+    )
     ax.legend(fontsize=8, loc="upper left")
     ax.grid(True, which="major", alpha=0.3)
     return _save(fig, out_dir, "rmsnorm_bf16_error_vs_d.png")
@@ -185,23 +189,40 @@ def plot_grad_vs_depth(out_dir: Path) -> Path:
     L, seeds = 32, range(3)
     depth = np.arange(L + 1)  # k: layers between x and the output
     fig = _figure(12.0, 4.8)
-    panels = ((True, "through the residual (skip) path only",
-               "branch inputs detached: each post-norm rescales by ≈ √D / ‖x + f(x)‖"),
-              (False, "total gradient (skip path + branches)",
-               "at initialisation the branch Jacobians refill what the norms remove"))
+    panels = (
+        (
+            True,
+            "through the residual (skip) path only",
+            "branch inputs detached: each post-norm rescales by ≈ √D / ‖x + f(x)‖",
+        ),
+        (
+            False,
+            "total gradient (skip path + branches)",
+            "at initialisation the branch Jacobians refill what the norms remove",
+        ),
+    )
     for i, (skip_only, title, subtitle) in enumerate(panels):
         ax = fig.add_subplot(1, 2, i + 1)
         stacks = ((nanolm_core.Block, _BLUE, "pre-norm"), (nanolm_core.PostNormBlock, _RED, "post-norm"))
         for cls, color, kind in stacks:
             for gain, style, init in ((None, "-o", "default init"), (1.0, "--s", "init N(0, 1/fan_in)")):
-                curves = np.array([g / g[-1] for g in (_stack_input_grads(cls, L, s, gain, skip_only)
-                                                        for s in seeds)])[:, ::-1]
-                ax.plot(depth, np.exp(np.log(curves).mean(axis=0)), style, ms=3, color=color,
-                        alpha=1.0 if gain is None else 0.6, label=f"{kind}, {init}")
+                curves = np.array([g / g[-1] for g in (_stack_input_grads(cls, L, s, gain, skip_only) for s in seeds)])[
+                    :, ::-1
+                ]
+                ax.plot(
+                    depth,
+                    np.exp(np.log(curves).mean(axis=0)),
+                    style,
+                    ms=3,
+                    color=color,
+                    alpha=1.0 if gain is None else 0.6,
+                    label=f"{kind}, {init}",
+                )
         ax.plot(depth, 0.9**depth, ":", color=_GREY, label="0.9^k (the course: 0.9³² ≈ 0.03)")
         if skip_only:
-            ax.text(L, 1.5, "pre-norm: exactly 1 for both inits (the identity path)", color=_BLUE, fontsize=8,
-                    ha="right")
+            ax.text(
+                L, 1.5, "pre-norm: exactly 1 for both inits (the identity path)", color=_BLUE, fontsize=8, ha="right"
+            )
         ax.set_yscale("log")
         ax.set_ylim(1e-7 if skip_only else None, 3 if skip_only else None)
         ax.set_xlabel("k = layers between x and the output (32-layer stack)")
@@ -209,9 +230,11 @@ def plot_grad_vs_depth(out_dir: Path) -> Path:
         ax.set_title(f"{title}\n({subtitle})", fontsize=10)
         ax.legend(fontsize=8, loc="lower left")
         ax.grid(True, which="major", alpha=0.3)
-    fig.suptitle("Gradient through depth: pre-norm keeps an identity path, post-norm puts a norm on it\n"
-                 "(nanolm_core Block / PostNormBlock, D=64, H=4, G=2, T=16, fp64; geometric mean of 3 seeds)",
-                 fontsize=11)
+    fig.suptitle(
+        "Gradient through depth: pre-norm keeps an identity path, post-norm puts a norm on it\n"
+        "(nanolm_core Block / PostNormBlock, D=64, H=4, G=2, T=16, fp64; geometric mean of 3 seeds)",
+        fontsize=11,
+    )
     return _save(fig, out_dir, "grad_norm_vs_depth.png")
 
 
@@ -220,8 +243,9 @@ def plot_geometry(out_dir: Path) -> Path:
     import nanolm_core
 
     gen = torch.Generator().manual_seed(0)
-    x3 = torch.randn(400, 3, generator=gen, dtype=torch.float64) * torch.exp(torch.randn(400, 1, generator=gen,
-                                                                                          dtype=torch.float64))
+    x3 = torch.randn(400, 3, generator=gen, dtype=torch.float64) * torch.exp(
+        torch.randn(400, 1, generator=gen, dtype=torch.float64)
+    )
     rms3 = nanolm_core.RMSNorm(3, eps=0.0).double()
     ln3 = nanolm_core.LayerNorm(3, eps=0.0).double()
     with torch.no_grad():
@@ -231,8 +255,9 @@ def plot_geometry(out_dir: Path) -> Path:
     ax = fig.add_subplot(1, 2, 1, projection="3d")
     u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 40), np.linspace(0, np.pi, 20))
     r = math.sqrt(3)
-    ax.plot_wireframe(r * np.cos(u) * np.sin(v), r * np.sin(u) * np.sin(v), r * np.cos(v), color=_GREY, lw=0.3,
-                      alpha=0.4)
+    ax.plot_wireframe(
+        r * np.cos(u) * np.sin(v), r * np.sin(u) * np.sin(v), r * np.cos(v), color=_GREY, lw=0.3, alpha=0.4
+    )
     ax.scatter(*y_rms.T, s=6, color=_BLUE, label="RMSNorm(x): ‖y‖ = √3")
     ax.scatter(*y_ln.T, s=6, color=_RED, label="LayerNorm(x): ‖y‖ = √3 and y ⊥ $\\mathbf{1}$")
     ax.quiver(0, 0, 0, 1.2, 1.2, 1.2, color="k", lw=1.5, arrow_length_ratio=0.15)
@@ -241,13 +266,16 @@ def plot_geometry(out_dir: Path) -> Path:
     ax.set_xlabel("y₁")
     ax.set_ylabel("y₂")
     ax.set_zlabel("y₃")
-    ax.set_title("D = 3, eps = 0: outputs of 400 random x\n"
-                 "(sphere of radius √D; LayerNorm: its great circle ⊥ $\\mathbf{1}$)", fontsize=10)
+    ax.set_title(
+        "D = 3, eps = 0: outputs of 400 random x\n(sphere of radius √D; LayerNorm: its great circle ⊥ $\\mathbf{1}$)",
+        fontsize=10,
+    )
     ax.legend(fontsize=8, loc="upper left")
 
     D = 256
     xd = (torch.randn(2000, D, generator=gen, dtype=torch.float64) + 0.5) * torch.exp(
-        torch.randn(2000, 1, generator=gen, dtype=torch.float64))
+        torch.randn(2000, 1, generator=gen, dtype=torch.float64)
+    )
     with torch.no_grad():
         n_in = xd.norm(dim=-1).numpy() / math.sqrt(D)
         n_rms = nanolm_core.RMSNorm(D).double()(xd).norm(dim=-1).numpy() / math.sqrt(D)
@@ -261,8 +289,9 @@ def plot_geometry(out_dir: Path) -> Path:
     ax2.set_yscale("log")
     ax2.set_xlabel("‖·‖ / √D (log)")
     ax2.set_ylabel("rows (log)")
-    ax2.set_title(f"D = {D}: 2000 rows with random scale and mean 0.5\nboth norms map every row to radius √D",
-                  fontsize=10)
+    ax2.set_title(
+        f"D = {D}: 2000 rows with random scale and mean 0.5\nboth norms map every row to radius √D", fontsize=10
+    )
     ax2.legend(fontsize=8)
     return _save(fig, out_dir, "rmsnorm_geometry.png")
 
@@ -295,15 +324,22 @@ def plot_eps_placement(out_dir: Path) -> Path:
         ax.text(scales[0], u * 1.3, name, color=_GREY, fontsize=8)
     ax.axvline(math.sqrt(eps), color=_BLUE, lw=0.8, ls="--")
     ax.text(math.sqrt(eps) * 1.2, 1e-5, "rms = √eps", color=_BLUE, fontsize=8)
-    ax.annotate("41% at rms = 1e-3", xy=(1e-3, 0.41), xytext=(1e-1, 0.3), fontsize=9,
-                arrowprops=dict(arrowstyle="->", color="k"))
+    ax.annotate(
+        "41% at rms = 1e-3",
+        xy=(1e-3, 0.41),
+        xytext=(1e-1, 0.3),
+        fontsize=9,
+        arrowprops=dict(arrowstyle="->", color="k"),
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(1e-10, 3e3)
     ax.set_xlabel("input scale: rms(x) (log)")
     ax.set_ylabel("max relative difference (log)")
-    ax.set_title(f"eps placement: inside vs outside the square root (eps = {eps:g}, D = {D})\n"
-                 "invisible at unit scale, tens of percent when rms is near √eps")
+    ax.set_title(
+        f"eps placement: inside vs outside the square root (eps = {eps:g}, D = {D})\n"
+        "invisible at unit scale, tens of percent when rms is near √eps"
+    )
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(True, which="major", alpha=0.3)
     return _save(fig, out_dir, "eps_placement.png")
@@ -319,8 +355,10 @@ def plot_silu_cancellation(out_dir: Path) -> Path:
     exact = (z.double() * torch.sigmoid(z.double())).numpy()
     fig = _figure(7.5, 4.5)
     ax = fig.add_subplot()
-    for y, color, label in ((F.silu(z), _BLUE, "F.silu(z) in bf16"),
-                            (silu_by_complement(z), _RED, "z·(1 − σ(−z)) in bf16 (gallery: silu_cancellation)")):
+    for y, color, label in (
+        (F.silu(z), _BLUE, "F.silu(z) in bf16"),
+        (silu_by_complement(z), _RED, "z·(1 − σ(−z)) in bf16 (gallery: silu_cancellation)"),
+    ):
         rel = np.abs(y.double().numpy() - exact) / np.maximum(np.abs(exact), 1e-300)
         ax.plot(z.double().numpy(), np.maximum(rel, 1e-5), ".", ms=2, color=color, label=label)
     ax.axhline(2.0**-8, color=_GREY, lw=0.8, ls=":")
@@ -367,9 +405,11 @@ def _run(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     """Add ``plot NAME|all [--out DIR]`` to the ``nanolm-verify`` parser."""
     parser = subparsers.add_parser(
-        "plot", help="make the documentation's figures (PNG)",
-        description="Make the documentation's figures as PNG files. " + "; ".join(
-            f"{name}: {(func.__doc__ or '').splitlines()[0]}" for name, func in PLOTS.items()))
+        "plot",
+        help="make the documentation's figures (PNG)",
+        description="Make the documentation's figures as PNG files. "
+        + "; ".join(f"{name}: {(func.__doc__ or '').splitlines()[0]}" for name, func in PLOTS.items()),
+    )
     parser.add_argument("names", nargs="+", metavar="NAME", help=f"all, or any of: {', '.join(PLOTS)}")
     parser.add_argument("--out", default="docs", help="output folder (default: docs)")
     parser.set_defaults(func=_run)

@@ -90,8 +90,9 @@ def law_runner(impl: Any, law_profile: str, law_seed: int | None) -> Callable[..
     from properties.registry import LAWS, run_law
 
     def run(law_id: str, dtype: Any, device: str = "cpu") -> Any:
-        result = run_law(LAWS[law_id], impl, dtype=dtype, device=device, profile=law_profile, seed=law_seed,
-                         repro="pytest")
+        result = run_law(
+            LAWS[law_id], impl, dtype=dtype, device=device, profile=law_profile, seed=law_seed, repro="pytest"
+        )
         [result] = expectations.apply([result], impl, warn=False)  # the implementation's documented findings
         if result.status == "xfailed":
             pytest.xfail(result.message.splitlines()[0])

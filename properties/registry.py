@@ -54,8 +54,13 @@ __all__ = [
 FLOAT_DTYPES = ALL_DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
 DTYPE_NAMES = {torch.float64: "fp64", torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
 _NAME_TO_DTYPE = {v: k for k, v in DTYPE_NAMES.items()} | {
-    "float64": torch.float64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
-    "double": torch.float64, "float": torch.float32, "half": torch.float16,
+    "float64": torch.float64,
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "double": torch.float64,
+    "float": torch.float32,
+    "half": torch.float16,
 }
 DEVICES = ("cpu", "cuda")
 
@@ -165,8 +170,9 @@ class _LawTable(dict):
 LAWS: dict[str, Law] = _LawTable()
 
 
-def law(component: str, *, dtypes: Iterable[torch.dtype] = ALL_DTYPES, cost: int = 1,
-        tags: Iterable[str] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def law(
+    component: str, *, dtypes: Iterable[torch.dtype] = ALL_DTYPES, cost: int = 1, tags: Iterable[str] = ()
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``func`` as the law "<component>.<func.__name__>"; ``cost`` divides the profile's example budget."""
 
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -247,15 +253,19 @@ class LawContext:
     def repro(self) -> str:
         """One command that reproduces this run (a ``check`` line, or a pytest line under pytest)."""
         if self.repro_style == "pytest":
-            cmd = (f'NANOLM_IMPL={self.impl.spec} pytest tests/test_laws.py -k "{self.law.name} and '
-                   f'{self.dtype_name} and {self.device}" --profile {self.profile}')
+            cmd = (
+                f'NANOLM_IMPL={self.impl.spec} pytest tests/test_laws.py -k "{self.law.name} and '
+                f'{self.dtype_name} and {self.device}" --profile {self.profile}'
+            )
             return cmd + (f" --hypothesis-seed={self.seed}" if self.seed is not None else "")
-        cmd = (f"nanolm-verify check {self.impl.spec} --only {self.law.id} --dtype {self.dtype_name} "
-               f"--device {self.device} --profile {self.profile}")
+        cmd = (
+            f"nanolm-verify check {self.impl.spec} --only {self.law.id} --dtype {self.dtype_name} "
+            f"--device {self.device} --profile {self.profile}"
+        )
         return cmd + (f" --seed {self.seed}" if self.seed is not None else "")
 
     def regime(self, **extra: Any) -> str:
-        """"[RMSNorm, bf16, D=123, cpu, rows: eps-dominated]" from the context and the current input."""
+        """ "[RMSNorm, bf16, D=123, cpu, rows: eps-dominated]" from the context and the current input."""
         fields = {**self.recorder.current_input, **extra}
         parts = [self.law.component, self.dtype_name]
         parts += [f"{k}={v}" for k, v in fields.items() if k in ("D", "F", "shape", "config")]
@@ -362,8 +372,16 @@ class LawResult:
         return record
 
 
-def run_law(law: Law, impl: Implementation, *, dtype: torch.dtype | str, device: str = "cpu",
-            profile: str = "ci", seed: int | None = None, repro: str = "check") -> LawResult:
+def run_law(
+    law: Law,
+    impl: Implementation,
+    *,
+    dtype: torch.dtype | str,
+    device: str = "cpu",
+    profile: str = "ci",
+    seed: int | None = None,
+    repro: str = "check",
+) -> LawResult:
     """Run one law against ``impl`` for one dtype and device under a profile (and seed) → LawResult.
 
     ``repro``: the style of the reproduction line in failure messages, "check" (a ``nanolm-verify check``
@@ -373,8 +391,9 @@ def run_law(law: Law, impl: Implementation, *, dtype: torch.dtype | str, device:
     prof = profiles.get(profile)
     if seed is None and not prof.derandomize and law.uses_hypothesis:
         seed = random.SystemRandom().getrandbits(32)  # an explicit seed makes every run reproducible
-    result = LawResult(law.id, law.component, DTYPE_NAMES[dtype], device, "passed", profile=profile, seed=seed,
-                       law=law.summary)
+    result = LawResult(
+        law.id, law.component, DTYPE_NAMES[dtype], device, "passed", profile=profile, seed=seed, law=law.summary
+    )
     reason = _skip_reason(law, impl, dtype, device)
     if reason:
         result.status, result.message = "skipped", reason

@@ -72,8 +72,12 @@ __all__ = [
 ]
 
 MANTISSA_BITS = {torch.float64: 52, torch.float32: 23, torch.float16: 10, torch.bfloat16: 7}
-_INT_VIEW = {torch.float64: torch.int64, torch.float32: torch.int32, torch.float16: torch.int16,
-             torch.bfloat16: torch.int16}
+_INT_VIEW = {
+    torch.float64: torch.int64,
+    torch.float32: torch.int32,
+    torch.float16: torch.int16,
+    torch.bfloat16: torch.int16,
+}
 # Feature dims: 1 (degenerate), odd and prime sizes (no power-of-two blocking hides a bug), a few powers of two.
 FAST_DIMS = (1, 2, 3, 4, 7, 8, 16, 31, 64, 123, 128, 256, 769)
 SLOW_DIMS = (1024, 2047, 4096, 8192)
@@ -98,8 +102,15 @@ def _min_exponent(dtype: torch.dtype) -> int:
 
 
 @st.composite
-def exact_floats(draw: st.DrawFn, dtype: torch.dtype, *, min_exp: int | None = None, max_exp: int | None = None,
-                 allow_zero: bool = True, allow_negative: bool = True) -> float:
+def exact_floats(
+    draw: st.DrawFn,
+    dtype: torch.dtype,
+    *,
+    min_exp: int | None = None,
+    max_exp: int | None = None,
+    allow_zero: bool = True,
+    allow_negative: bool = True,
+) -> float:
     """A finite float exactly representable in ``dtype``: ±(1 + m/2^p)·2^e with e in [min_exp, max_exp].
 
     Drawn as sign, binade and mantissa bits (shrinks to ±2^e, then towards 1.0); ``min_exp`` below the
@@ -172,8 +183,12 @@ class Rows(NamedTuple):
     scales: tuple[float, ...]
 
     def describe(self) -> dict[str, object]:
-        return {"shape": tuple(self.x.shape), "D": self.x.shape[-1], "rows": _summarise_kinds(self.kinds),
-                "row scales": sorted({f"{s:.3g}" for s in self.scales})}
+        return {
+            "shape": tuple(self.x.shape),
+            "D": self.x.shape[-1],
+            "rows": _summarise_kinds(self.kinds),
+            "row scales": sorted({f"{s:.3g}" for s in self.scales}),
+        }
 
 
 def _summarise_kinds(kinds: tuple[str, ...]) -> str:
@@ -198,8 +213,9 @@ def _decode(code: int, p: int) -> float:
 
 
 @st.composite
-def _row(draw: st.DrawFn, D: int, dtype: torch.dtype, kinds: tuple[str, ...],
-         scale_exps: tuple[int, int] | None = None) -> tuple[np.ndarray, str, float]:
+def _row(
+    draw: st.DrawFn, D: int, dtype: torch.dtype, kinds: tuple[str, ...], scale_exps: tuple[int, int] | None = None
+) -> tuple[np.ndarray, str, float]:
     kind = draw(st.sampled_from(kinds), label="row kind")
     lo, hi = scale_exps or _scale_range(dtype)
     if kind == "eps_dominated":
@@ -235,9 +251,17 @@ def _row(draw: st.DrawFn, D: int, dtype: torch.dtype, kinds: tuple[str, ...],
 
 
 @st.composite
-def rows(draw: st.DrawFn, dtype: torch.dtype, D: int | None = None, *, batch: tuple[int, ...] | None = None,
-         kinds: tuple[str, ...] = ROW_KINDS, max_dim: int | None = None, max_rows: int = 6,
-         scale_exps: tuple[int, int] | None = None) -> Rows:
+def rows(
+    draw: st.DrawFn,
+    dtype: torch.dtype,
+    D: int | None = None,
+    *,
+    batch: tuple[int, ...] | None = None,
+    kinds: tuple[str, ...] = ROW_KINDS,
+    max_dim: int | None = None,
+    max_rows: int = 6,
+    scale_exps: tuple[int, int] | None = None,
+) -> Rows:
     """x of shape (*batch, D), exact in ``dtype``, each row of a drawn regime (ROW_KINDS).
 
     ``scale_exps`` = (lo, hi) bounds the row scale 2^k (default 2^-14 … 2^13/2^14, see the module docstring).
@@ -281,8 +305,13 @@ def gammas(draw: st.DrawFn, D: int, dtype: torch.dtype, kinds: tuple[str, ...] =
     return Gamma(torch.from_numpy(g).to(dtype), kind)
 
 
-def linear_weight(out_features: int, in_features: int, dtype: torch.dtype, seed: int, scale: float = 1.0,
-                  ) -> torch.Tensor:
+def linear_weight(
+    out_features: int,
+    in_features: int,
+    dtype: torch.dtype,
+    seed: int,
+    scale: float = 1.0,
+) -> torch.Tensor:
     """An (out, in) weight ~ N(0, scale²/in), exact in ``dtype`` (deterministic in ``seed``)."""
     rng = np.random.default_rng(seed)
     w = rng.standard_normal((out_features, in_features)) * (scale / math.sqrt(max(1, in_features)))
@@ -304,16 +333,28 @@ class SwiGLUCase(NamedTuple):
         return {"w_gate.weight": self.w_gate, "w_up.weight": self.w_up, "w_down.weight": self.w_down}
 
     def describe(self) -> dict[str, object]:
-        return {"shape": tuple(self.x.shape), "D": self.x.shape[-1], "F": self.w_gate.shape[0],
-                "weight scale": self.scale, "rows": _summarise_kinds(self.kinds)}
+        return {
+            "shape": tuple(self.x.shape),
+            "D": self.x.shape[-1],
+            "F": self.w_gate.shape[0],
+            "weight scale": self.scale,
+            "rows": _summarise_kinds(self.kinds),
+        }
 
 
 SWIGLU_ROW_KINDS = ("normal", "mean_shifted", "outlier", "zero", "constant", "tiny_and_huge", "eps_dominated")
 
 
 @st.composite
-def swiglu_cases(draw: st.DrawFn, dtype: torch.dtype, *, max_dim: int = 256, max_rows: int = 4,
-                 kinds: tuple[str, ...] = SWIGLU_ROW_KINDS, min_rows: int = 1) -> SwiGLUCase:
+def swiglu_cases(
+    draw: st.DrawFn,
+    dtype: torch.dtype,
+    *,
+    max_dim: int = 256,
+    max_rows: int = 4,
+    kinds: tuple[str, ...] = SWIGLU_ROW_KINDS,
+    min_rows: int = 1,
+) -> SwiGLUCase:
     """x and random SwiGLU weights; D and F independent (F may be < D), weight scale 2^-4 … 2^2.
 
     Row scales are capped at 2^6 in 16-bit dtypes so W·x stays far from overflow (fp16 max 65504).
@@ -343,14 +384,24 @@ def configs(draw: st.DrawFn, *, max_dim: int = 48, max_seq_len: int = 16) -> Mod
     F = draw(st.integers(1, 3 * D), label="ffn_dim")
     theta = draw(st.sampled_from((10000.0, 500000.0, 10.0)), label="rope_theta")
     eps = draw(st.sampled_from((1e-6, 1e-5)), label="norm_eps")
-    return ModelConfig(dim=D, n_layers=1, n_heads=H, n_kv_heads=G, vocab_size=8, max_seq_len=max_seq_len,
-                       norm_eps=eps, rope_theta=theta, ffn_dim=F)
+    return ModelConfig(
+        dim=D,
+        n_layers=1,
+        n_heads=H,
+        n_kv_heads=G,
+        vocab_size=8,
+        max_seq_len=max_seq_len,
+        norm_eps=eps,
+        rope_theta=theta,
+        ffn_dim=F,
+    )
 
 
 def fixed_config(H: int, G: int, K: int, F: int | None = None, max_seq_len: int = 16) -> ModelConfig:
     """A config built from H, G, K (tests and examples)."""
-    return ModelConfig(dim=H * K, n_layers=1, n_heads=H, n_kv_heads=G, vocab_size=8, max_seq_len=max_seq_len,
-                       ffn_dim=F or 2 * H * K)
+    return ModelConfig(
+        dim=H * K, n_layers=1, n_heads=H, n_kv_heads=G, vocab_size=8, max_seq_len=max_seq_len, ffn_dim=F or 2 * H * K
+    )
 
 
 class BlockCase(NamedTuple):
@@ -364,13 +415,23 @@ class BlockCase(NamedTuple):
 
     def describe(self) -> dict[str, object]:
         c = self.config
-        return {"shape": tuple(self.x.shape), "D": c.dim,
-                "config": f"H={c.n_heads} G={c.n_kv_heads} K={c.head_dim} F={c.ffn_dim} theta={c.rope_theta:g}",
-                "weight scale": self.scale, "q/k scale": self.logit_scale}
+        return {
+            "shape": tuple(self.x.shape),
+            "D": c.dim,
+            "config": f"H={c.n_heads} G={c.n_kv_heads} K={c.head_dim} F={c.ffn_dim} theta={c.rope_theta:g}",
+            "weight scale": self.scale,
+            "q/k scale": self.logit_scale,
+        }
 
 
-def block_params(config: ModelConfig, dtype: torch.dtype, seed: int, scale: float = 1.0, logit_scale: float = 1.0,
-                 gamma: str = "random") -> dict[str, torch.Tensor]:
+def block_params(
+    config: ModelConfig,
+    dtype: torch.dtype,
+    seed: int,
+    scale: float = 1.0,
+    logit_scale: float = 1.0,
+    gamma: str = "random",
+) -> dict[str, torch.Tensor]:
     """The contract's Block state_dict with random weights (q/k scaled by ``logit_scale`` for large logits)."""
     D, H, G, K, F = config.dim, config.n_heads, config.n_kv_heads, config.head_dim, config.ffn_dim
     rng = np.random.default_rng(seed)
@@ -383,16 +444,22 @@ def block_params(config: ModelConfig, dtype: torch.dtype, seed: int, scale: floa
         return linear_weight(o, i, dtype, int(rng.integers(0, 2**63 - 1)), s)
 
     return {
-        "attn_norm.weight": g(), "ffn_norm.weight": g(),
-        "attn.wq.weight": w(H * K, D, logit_scale), "attn.wk.weight": w(G * K, D, logit_scale),
-        "attn.wv.weight": w(G * K, D, scale), "attn.wo.weight": w(D, H * K, scale),
-        "ffn.w_gate.weight": w(F, D, scale), "ffn.w_up.weight": w(F, D, scale), "ffn.w_down.weight": w(D, F, scale),
+        "attn_norm.weight": g(),
+        "ffn_norm.weight": g(),
+        "attn.wq.weight": w(H * K, D, logit_scale),
+        "attn.wk.weight": w(G * K, D, logit_scale),
+        "attn.wv.weight": w(G * K, D, scale),
+        "attn.wo.weight": w(D, H * K, scale),
+        "ffn.w_gate.weight": w(F, D, scale),
+        "ffn.w_up.weight": w(F, D, scale),
+        "ffn.w_down.weight": w(D, F, scale),
     }
 
 
 @st.composite
-def block_cases(draw: st.DrawFn, dtype: torch.dtype, *, max_dim: int = 48, max_tokens: int = 6,
-                config: ModelConfig | None = None) -> BlockCase:
+def block_cases(
+    draw: st.DrawFn, dtype: torch.dtype, *, max_dim: int = 48, max_tokens: int = 6, config: ModelConfig | None = None
+) -> BlockCase:
     """A config, x of shape (B, T, D) with B ∈ 1…2, T ∈ 1…max_tokens, and random weights.
 
     q/k weight scale up to 2^3 reaches attention logits of tens (near one-hot softmax rows).
@@ -420,18 +487,32 @@ class RMSNormCase(NamedTuple):
     gamma: str
 
     def describe(self) -> dict[str, object]:
-        return {"shape": tuple(self.x.shape), "D": self.x.shape[-1], "rows": _summarise_kinds(self.kinds),
-                "gamma": self.gamma, "eps": self.eps}
+        return {
+            "shape": tuple(self.x.shape),
+            "D": self.x.shape[-1],
+            "rows": _summarise_kinds(self.kinds),
+            "gamma": self.gamma,
+            "eps": self.eps,
+        }
 
 
 @st.composite
-def rmsnorm_cases(draw: st.DrawFn, dtype: torch.dtype, *, kinds: tuple[str, ...] = ROW_KINDS,
-                  gamma_kinds: tuple[str, ...] = GAMMA_KINDS, eps: float | None = None, max_dim: int | None = None,
-                  max_rows: int = 6, batch: tuple[int, ...] | None = None, scale_exps: tuple[int, int] | None = None,
-                  ) -> RMSNormCase:
+def rmsnorm_cases(
+    draw: st.DrawFn,
+    dtype: torch.dtype,
+    *,
+    kinds: tuple[str, ...] = ROW_KINDS,
+    gamma_kinds: tuple[str, ...] = GAMMA_KINDS,
+    eps: float | None = None,
+    max_dim: int | None = None,
+    max_rows: int = 6,
+    batch: tuple[int, ...] | None = None,
+    scale_exps: tuple[int, int] | None = None,
+) -> RMSNormCase:
     """x drawn by ``rows`` (regimes ``kinds``), γ by ``gammas`` and eps by ``eps_values`` (unless fixed)."""
-    x = draw(rows(dtype, kinds=kinds, max_dim=max_dim, max_rows=max_rows, batch=batch, scale_exps=scale_exps),
-             label="x")
+    x = draw(
+        rows(dtype, kinds=kinds, max_dim=max_dim, max_rows=max_rows, batch=batch, scale_exps=scale_exps), label="x"
+    )
     g = draw(gammas(x.x.shape[-1], dtype, gamma_kinds), label="gamma")
     e = draw(eps_values(), label="eps") if eps is None else eps
     return RMSNormCase(x.x, g.weight, e, x.kinds, g.kind)
@@ -457,8 +538,12 @@ class Pin:
         return f"Pin({self.name!r})"
 
 
-def _rows_case(values: list[list[float]], kinds: tuple[str, ...], eps: float = 1e-6, gamma: str = "random_signed",
-               ) -> Callable[[torch.dtype], RMSNormCase]:
+def _rows_case(
+    values: list[list[float]],
+    kinds: tuple[str, ...],
+    eps: float = 1e-6,
+    gamma: str = "random_signed",
+) -> Callable[[torch.dtype], RMSNormCase]:
     def build(dtype: torch.dtype) -> RMSNormCase:
         x = torch.tensor(values, dtype=torch.float64).to(dtype)
         D = x.shape[-1]
@@ -496,15 +581,21 @@ def _wide_row_case(dtype: torch.dtype) -> RowCase:
 RMSNORM_PINS = {
     "wide rows, D=512": Pin("wide rows, D=512", _wide_rows),
     "subnormal row": Pin("subnormal row", _subnormal_row),
-    "zero row": Pin("zero row", _rows_case([[0.0] * 8, [1.0, -2.0, 3.0, 0.5, 0.25, -1.0, 2.0, 1.5]],
-                                           ("zero", "normal"))),
-    "one huge outlier": Pin("one huge outlier", lambda dt: _rows_case(
-        [[_fp16_safe(2.0**14, dt)] + [2.0**-6] * 6 + [-(2.0**-6)]], ("outlier",))(dt)),
-    "eps-dominated": Pin("eps-dominated", _rows_case([[1e-4, -2e-4, 3e-4, 1e-4, -1e-4, 2e-4]], ("eps_dominated",),
-                                                     eps=1e-6, gamma="ones")),
+    "zero row": Pin(
+        "zero row", _rows_case([[0.0] * 8, [1.0, -2.0, 3.0, 0.5, 0.25, -1.0, 2.0, 1.5]], ("zero", "normal"))
+    ),
+    "one huge outlier": Pin(
+        "one huge outlier",
+        lambda dt: _rows_case([[_fp16_safe(2.0**14, dt)] + [2.0**-6] * 6 + [-(2.0**-6)]], ("outlier",))(dt),
+    ),
+    "eps-dominated": Pin(
+        "eps-dominated",
+        _rows_case([[1e-4, -2e-4, 3e-4, 1e-4, -1e-4, 2e-4]], ("eps_dominated",), eps=1e-6, gamma="ones"),
+    ),
     "fp16 |x| > 256": Pin("fp16 |x| > 256", _rows_case([[300.0, -512.0, 1000.0, 257.0]], ("large",), gamma="ones")),
-    "constant row, mean 3": Pin("constant row, mean 3", _rows_case([[3.0] * 5, [3.0, 3.5, 2.5, 3.0, 4.0]],
-                                                                   ("constant", "mean_shifted"))),
+    "constant row, mean 3": Pin(
+        "constant row, mean 3", _rows_case([[3.0] * 5, [3.0, 3.5, 2.5, 3.0, 4.0]], ("constant", "mean_shifted"))
+    ),
 }
 
 
@@ -545,8 +636,10 @@ class RowCase(NamedTuple):
 @st.composite
 def row_cases(draw: st.DrawFn, dtype: torch.dtype, *, min_rows: int = 2) -> RowCase:
     """x of shape (N, D) or (B, T, D) with N = B·T ≥ ``min_rows``, a row index, and x with the other rows redrawn."""
-    batch = draw(st.integers(min_rows, 5).map(lambda n: (n,)) | st.tuples(st.integers(1, 2), st.integers(2, 3)),
-                 label="batch shape")
+    batch = draw(
+        st.integers(min_rows, 5).map(lambda n: (n,)) | st.tuples(st.integers(1, 2), st.integers(2, 3)),
+        label="batch shape",
+    )
     case = draw(rmsnorm_cases(dtype, batch=batch), label="case")
     flat = case.x.reshape(-1, case.x.shape[-1])
     i = draw(st.integers(0, flat.shape[0] - 1), label="row index")

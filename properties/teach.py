@@ -46,8 +46,9 @@ class Demo:
         return expected and (self.reference is None or self.reference.status == "passed")
 
 
-def demonstrate(name: str, *, profile: str = "ci", seed: int | None = None, device: str = "cpu",
-                reference: bool = False) -> Demo:
+def demonstrate(
+    name: str, *, profile: str = "ci", seed: int | None = None, device: str = "cpu", reference: bool = False
+) -> Demo:
     """Run pitfall ``name``'s law against its wrong implementation (and optionally the reference)."""
     import properties.laws  # noqa: F401  (registers the laws)
     from properties.impl import load
@@ -73,8 +74,11 @@ def wrap_block(text: str, width: int, indent: str = "") -> list[str]:
 
     def flush() -> None:
         if paragraph:
-            out.extend(textwrap.wrap(" ".join(paragraph), width, initial_indent=indent, subsequent_indent=indent,
-                                     break_on_hyphens=False))
+            out.extend(
+                textwrap.wrap(
+                    " ".join(paragraph), width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
+                )
+            )
             paragraph.clear()
 
     for line in text.splitlines():
@@ -110,8 +114,14 @@ def _message_lines(message: str, width: int) -> list[str]:
     reproduction command split into shell-continued lines, Hypothesis's @reproduce_failure blob left out."""
     out: list[str] = []
     lines = message.strip().splitlines()
-    blob = next((i for i, line in enumerate(lines) if "reproduce_failure" in line or
-                 line.startswith("You can reproduce this test case")), None)
+    blob = next(
+        (
+            i
+            for i, line in enumerate(lines)
+            if "reproduce_failure" in line or line.startswith("You can reproduce this test case")
+        ),
+        None,
+    )
     if blob is not None:
         lines = lines[:blob]
     for line in lines:
@@ -123,8 +133,15 @@ def _message_lines(message: str, width: int) -> list[str]:
         if len(line) <= width - 2:
             out.append("  " + line)
             continue
-        out.extend(textwrap.wrap(line.strip(), width, initial_indent="  " + lead,
-                                 subsequent_indent="  " + lead + "    ", break_on_hyphens=False))
+        out.extend(
+            textwrap.wrap(
+                line.strip(),
+                width,
+                initial_indent="  " + lead,
+                subsequent_indent="  " + lead + "    ",
+                break_on_hyphens=False,
+            )
+        )
     while out and not out[-1].strip():
         out.pop()
     return out
@@ -184,8 +201,9 @@ def render_demo(demo: Demo, index: int, total: int, width: int = DEFAULT_WIDTH) 
     lines = ["═" * width]
     lines += textwrap.wrap(f"[{index}/{total}] {demo.name}: {_title(demo.name)}", width, subsequent_indent="    ")
     lines += textwrap.wrap(f"wrong implementation: {p.module} ({p.component})", width, subsequent_indent="    ")
-    lines += textwrap.wrap(f"law: {p.law} · {r.dtype} · {r.device} · profile {r.profile}", width,
-                           subsequent_indent="    ")
+    lines += textwrap.wrap(
+        f"law: {p.law} · {r.dtype} · {r.device} · profile {r.profile}", width, subsequent_indent="    "
+    )
     lines.append("─" * width)
     lines += wrap_block(explain(demo.name), width)
     lines.append("")
@@ -201,18 +219,25 @@ def render_demo(demo: Demo, index: int, total: int, width: int = DEFAULT_WIDTH) 
         lines.append("")
         lines += textwrap.wrap(f"✔ CAUGHT: {p.law} failed on {demo.name} ({r.dtype}), as it should.", width)
     elif p.pending:
-        lines += textwrap.wrap(f"… NOT CAUGHT YET (a known gap): {p.law} returned '{r.status}' after {r.examples} "
-                               f"example(s) in the {r.profile} profile. Why: {p.pending}.", width)
+        lines += textwrap.wrap(
+            f"… NOT CAUGHT YET (a known gap): {p.law} returned '{r.status}' after {r.examples} "
+            f"example(s) in the {r.profile} profile. Why: {p.pending}.",
+            width,
+        )
     else:
-        lines += textwrap.wrap(f"✘ NOT CAUGHT: {p.law} returned '{r.status}' on {demo.name} after {r.examples} "
-                               f"example(s) — the gallery expects 'failed'.", width)
+        lines += textwrap.wrap(
+            f"✘ NOT CAUGHT: {p.law} returned '{r.status}' on {demo.name} after {r.examples} "
+            f"example(s) — the gallery expects 'failed'.",
+            width,
+        )
         if r.message:
             lines += _message_lines(r.message, width)
     if demo.reference is not None:
         ref = demo.reference
         mark = "✔" if ref.status == "passed" else "✘"
-        lines += textwrap.wrap(f"{mark} reference nanolm_core: {ref.status} on the same law "
-                               f"({ref.examples} example(s)).", width)
+        lines += textwrap.wrap(
+            f"{mark} reference nanolm_core: {ref.status} on the same law ({ref.examples} example(s)).", width
+        )
         if ref.status != "passed" and ref.message:
             lines += _message_lines(ref.message, width)
     return lines
@@ -231,21 +256,28 @@ def _summary(demos: Iterable[Demo], width: int) -> list[str]:
             status = f"NOT caught ({d.result.status})"
         if d.reference is not None and d.reference.status != "passed":
             status += f"; reference {d.reference.status}"
-        rows.append(("✔" if d.ok and d.caught else "…" if d.ok else "✘", d.name, d.pitfall.law.split(".", 1)[1],
-                     status))
+        rows.append(
+            ("✔" if d.ok and d.caught else "…" if d.ok else "✘", d.name, d.pitfall.law.split(".", 1)[1], status)
+        )
     name_w = max(len(r[1]) for r in rows)
     law_w = max(len(r[2]) for r in rows)
     stat_w = max(len(r[3]) for r in rows)
     law_w = max(8, min(law_w, width - name_w - stat_w - 5))
-    lines = ["═" * width, "Summary: each pitfall, the law that catches it, and the examples it took",
-             f"  {'pitfall':<{name_w}} {'law':<{law_w}} examples"]
+    lines = [
+        "═" * width,
+        "Summary: each pitfall, the law that catches it, and the examples it took",
+        f"  {'pitfall':<{name_w}} {'law':<{law_w}} examples",
+    ]
     for mark, name, law, status in rows:
         law = law if len(law) <= law_w else law[: law_w - 1] + "…"
         lines.append(f"{mark} {name:<{name_w}} {law:<{law_w}} {status}")
     caught = sum(d.caught for d in demos)
     pending = sum(d.ok and not d.caught for d in demos)
-    lines.append(f"{caught} of {len(demos)} pitfalls caught" + (f", {pending} pending (a known gap, see above)"
-                                                                 if pending else "") + ".")
+    lines.append(
+        f"{caught} of {len(demos)} pitfalls caught"
+        + (f", {pending} pending (a known gap, see above)" if pending else "")
+        + "."
+    )
     lines.append("('all N': an exhaustive law checked N values at once.)")
     return lines
 
@@ -269,11 +301,16 @@ def kill_matrix(profile: str = "ci", device: str = "cpu") -> dict[str, dict[str,
     matrix: dict[str, dict[str, Any]] = {}
     for name, p in PITFALLS.items():
         impl = load(p.module)
-        matrix[name] = {law_id: run_law(law, impl, dtype=dtype_for(law, p.dtype), device=device, profile=profile)
-                        for law_id, law in LAWS.items() if law.component == p.component}
+        matrix[name] = {
+            law_id: run_law(law, impl, dtype=dtype_for(law, p.dtype), device=device, profile=profile)
+            for law_id, law in LAWS.items()
+            if law.component == p.component
+        }
     ref = load("nanolm_core")
-    matrix["nanolm_core"] = {law_id: run_law(law, ref, dtype=dtype_for(law, "float32"), device=device,
-                                             profile=profile) for law_id, law in LAWS.items()}
+    matrix["nanolm_core"] = {
+        law_id: run_law(law, ref, dtype=dtype_for(law, "float32"), device=device, profile=profile)
+        for law_id, law in LAWS.items()
+    }
     return matrix
 
 
@@ -331,8 +368,13 @@ def render_markdown(matrix: dict[str, dict[str, Any]], profile: str = "ci") -> s
     for component in ("RMSNorm", "SwiGLU", "Block"):
         law_ids = [law_id for law_id, law in LAWS.items() if law.component == component]
         names = [n for n, p in PITFALLS.items() if p.component == component]
-        lines += ["", f"### {component}", "", "Columns: " + ", ".join(
-            f"**{j}** `{law_id.split('.', 1)[1]}`" for j, law_id in enumerate(law_ids, 1)), ""]
+        lines += [
+            "",
+            f"### {component}",
+            "",
+            "Columns: " + ", ".join(f"**{j}** `{law_id.split('.', 1)[1]}`" for j, law_id in enumerate(law_ids, 1)),
+            "",
+        ]
         lines.append("| pitfall | " + " | ".join(str(j) for j in range(1, len(law_ids) + 1)) + " |")
         lines.append("|---|" + "---|" * len(law_ids))
         for name in names:
@@ -343,28 +385,48 @@ def render_markdown(matrix: dict[str, dict[str, Any]], profile: str = "ci") -> s
             lines.append("| *nanolm_core* | " + " | ".join(_cell(ref[law_id], False) for law_id in law_ids) + " |")
     caught = [n for n, p in PITFALLS.items() if matrix[n][p.law].status == "failed"]
     pending = [n for n, p in PITFALLS.items() if p.pending and n not in caught]
-    lines += ["", f"{len(caught)} of {len(PITFALLS)} pitfalls are caught by their named law in the `{profile}` profile"
-              + (f"; pending (known gaps, see the catalogue): {', '.join(pending)}" if pending else "") + ".", ""]
+    lines += [
+        "",
+        f"{len(caught)} of {len(PITFALLS)} pitfalls are caught by their named law in the `{profile}` profile"
+        + (f"; pending (known gaps, see the catalogue): {', '.join(pending)}" if pending else "")
+        + ".",
+        "",
+    ]
     return "\n".join(lines) + figures_section()
 
 
 FIGURES = (
-    ("rmsnorm_bf16_error_vs_d.png", "bf16_accumulation",
-     "RMSNorm in bf16, error in ULPs against golden vs D: the sum of squares accumulated in fp32 (the reference) "
-     "stays correctly rounded; accumulated left to right in bf16 it crosses the suite's 2-ULP bound at D ≈ 32 and "
-     "grows to hundreds of ULPs; a pairwise bf16 tree stays near 1 ULP, inside the bound."),
-    ("eps_placement.png", "eps_outside_sqrt",
-     "x/(rms + eps) against x/√(ms + eps) vs the input's RMS: below fp32 rounding at unit scale, 41% at rms = 1e-3."),
-    ("silu_cancellation.png", "silu_cancellation",
-     "silu(z) in bf16: torch's F.silu vs z·(1 − σ(−z)), whose relative error reaches 100% for z < −6.24."),
-    ("grad_norm_vs_depth.png", "post_norm",
-     "Gradient through a 32-layer stack: along the residual path pre-norm passes it unchanged, post-norm rescales "
-     "it at every layer (the course's 0.9³² ≈ 0.03 story); with the branches' Jacobians included (right panel), the "
-     "total gradient at initialisation does not decay in either: pre-norm's identity path holds for any weights, "
-     "post-norm's factor depends on ‖x + f(x)‖ at every layer."),
-    ("rmsnorm_geometry.png", "mean_subtraction",
-     "RMSNorm maps every row to the sphere of radius √D; LayerNorm (= RMSNorm after centring) to its great circle "
-     "⊥ 𝟏 — what mean subtraction throws away."),
+    (
+        "rmsnorm_bf16_error_vs_d.png",
+        "bf16_accumulation",
+        "RMSNorm in bf16, error in ULPs against golden vs D: the sum of squares accumulated in fp32 (the reference) "
+        "stays correctly rounded; accumulated left to right in bf16 it crosses the suite's 2-ULP bound at D ≈ 32 and "
+        "grows to hundreds of ULPs; a pairwise bf16 tree stays near 1 ULP, inside the bound.",
+    ),
+    (
+        "eps_placement.png",
+        "eps_outside_sqrt",
+        "x/(rms + eps) against x/√(ms + eps) vs the input's RMS: below fp32 rounding at unit scale, 41% at rms = 1e-3.",
+    ),
+    (
+        "silu_cancellation.png",
+        "silu_cancellation",
+        "silu(z) in bf16: torch's F.silu vs z·(1 − σ(−z)), whose relative error reaches 100% for z < −6.24.",
+    ),
+    (
+        "grad_norm_vs_depth.png",
+        "post_norm",
+        "Gradient through a 32-layer stack: along the residual path pre-norm passes it unchanged, post-norm rescales "
+        "it at every layer (the course's 0.9³² ≈ 0.03 story); with the branches' Jacobians included (right panel), the "
+        "total gradient at initialisation does not decay in either: pre-norm's identity path holds for any weights, "
+        "post-norm's factor depends on ‖x + f(x)‖ at every layer.",
+    ),
+    (
+        "rmsnorm_geometry.png",
+        "mean_subtraction",
+        "RMSNorm maps every row to the sphere of radius √D; LayerNorm (= RMSNorm after centring) to its great circle "
+        "⊥ 𝟏 — what mean subtraction throws away.",
+    ),
 )
 
 
@@ -402,8 +464,11 @@ def _run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     names = args.names or list(PITFALLS)
     unknown = [n for n in names if n not in PITFALLS]
     if unknown:
-        print(f"nanolm-verify pitfalls: unknown pitfall {', '.join(unknown)}; "
-              f"`nanolm-verify pitfalls --list` shows the {len(PITFALLS)} known ones", file=sys.stderr)
+        print(
+            f"nanolm-verify pitfalls: unknown pitfall {', '.join(unknown)}; "
+            f"`nanolm-verify pitfalls --list` shows the {len(PITFALLS)} known ones",
+            file=sys.stderr,
+        )
         return 2
     demos = []
     for i, name in enumerate(names, 1):
@@ -417,10 +482,12 @@ def _run(args: argparse.Namespace, out: TextIO | None = None) -> int:
 def register(subparsers: Any) -> None:
     """Add ``pitfalls [NAME ...]`` to the ``nanolm-verify`` parser."""
     parser = subparsers.add_parser(
-        "pitfalls", help="demonstrate the gallery of wrong implementations and the laws that catch them",
+        "pitfalls",
+        help="demonstrate the gallery of wrong implementations and the laws that catch them",
         description="For each pitfall: the mistake, why people make it, the law that catches it, the shrunk "
-                    "counterexample (golden vs actual vs bound) and whether it was caught. Exit 0 when every "
-                    "pitfall was caught as expected, 1 otherwise.")
+        "counterexample (golden vs actual vs bound) and whether it was caught. Exit 0 when every "
+        "pitfall was caught as expected, 1 otherwise.",
+    )
     parser.add_argument("names", nargs="*", metavar="NAME", help="pitfalls to show (default: all; see --list)")
     parser.add_argument("--list", action="store_true", help="list the pitfalls and exit")
     parser.add_argument("--profile", default="ci", help="Hypothesis profile: ci (default, derandomized), dev, thorough")

@@ -34,8 +34,11 @@ _FMT: dict[torch.dtype, tuple[int, int]] = {
 }
 DTYPES = tuple(_FMT)
 
-_NP_TO_TORCH = {np.dtype(np.float64): torch.float64, np.dtype(np.float32): torch.float32,
-                np.dtype(np.float16): torch.float16}
+_NP_TO_TORCH = {
+    np.dtype(np.float64): torch.float64,
+    np.dtype(np.float32): torch.float32,
+    np.dtype(np.float16): torch.float16,
+}
 
 
 def as_torch_dtype(dtype: Any) -> torch.dtype:
@@ -45,10 +48,19 @@ def as_torch_dtype(dtype: Any) -> torch.dtype:
             raise ValueError(f"unsupported dtype {dtype}; expected one of {list(_FMT)}")
         return dtype
     if isinstance(dtype, str):
-        names = {"fp64": torch.float64, "float64": torch.float64, "double": torch.float64,
-                 "fp32": torch.float32, "float32": torch.float32, "float": torch.float32,
-                 "fp16": torch.float16, "float16": torch.float16, "half": torch.float16,
-                 "bf16": torch.bfloat16, "bfloat16": torch.bfloat16}
+        names = {
+            "fp64": torch.float64,
+            "float64": torch.float64,
+            "double": torch.float64,
+            "fp32": torch.float32,
+            "float32": torch.float32,
+            "float": torch.float32,
+            "fp16": torch.float16,
+            "float16": torch.float16,
+            "half": torch.float16,
+            "bf16": torch.bfloat16,
+            "bfloat16": torch.bfloat16,
+        }
         try:
             return names[dtype.replace("torch.", "")]
         except KeyError:
@@ -189,9 +201,11 @@ def summarize(err: Any) -> dict[str, float]:
         return {"max": 0.0, "p50": 0.0, "p99": 0.0, "mean": 0.0, "n": 0}
     with np.errstate(all="ignore"):
         finite = e[np.isfinite(e)]
-        p50, p99 = (np.percentile(e, [50, 99], method="higher") if finite.size == e.size
-                    else np.percentile(np.where(np.isfinite(e), e, np.finfo(np.float64).max), [50, 99],
-                                       method="higher"))
+        p50, p99 = (
+            np.percentile(e, [50, 99], method="higher")
+            if finite.size == e.size
+            else np.percentile(np.where(np.isfinite(e), e, np.finfo(np.float64).max), [50, 99], method="higher")
+        )
         p50 = float("inf") if p50 == np.finfo(np.float64).max else float(p50)
         p99 = float("inf") if p99 == np.finfo(np.float64).max else float(p99)
         return {"max": float(e.max()), "p50": p50, "p99": p99, "mean": float(e.mean()), "n": int(e.size)}

@@ -10,8 +10,13 @@ from properties import baseline
 from properties.registry import LawResult
 
 
-def run(max_ulp: float | None = 0.5, p99_ulp: float | None = 0.25, status: str = "passed",
-        law_id: str = "RMSNorm.rmsnorm_matches_golden", dtype: str = "bf16") -> list[LawResult]:
+def run(
+    max_ulp: float | None = 0.5,
+    p99_ulp: float | None = 0.25,
+    status: str = "passed",
+    law_id: str = "RMSNorm.rmsnorm_matches_golden",
+    dtype: str = "bf16",
+) -> list[LawResult]:
     return [
         LawResult(law_id, "RMSNorm", dtype, "cpu", status, max_ulp=max_ulp, p99_ulp=p99_ulp, examples=8),
         LawResult("RMSNorm.rmsnorm_does_not_center", "RMSNorm", dtype, "cpu", "passed", examples=8),
@@ -24,7 +29,11 @@ def test_record_writes_a_versioned_file_with_one_record_per_law_dtype_device(tmp
     doc = json.loads(path.read_text())
     assert doc["schema"] == baseline.SCHEMA and doc["impl"] == "torch" and doc["profile"] == "ci"
     assert doc["records"]["RMSNorm.rmsnorm_matches_golden[bf16-cpu]"] == {
-        "status": "passed", "max_ulp": 0.5, "p99_ulp": 0.25, "examples": 8}
+        "status": "passed",
+        "max_ulp": 0.5,
+        "p99_ulp": 0.25,
+        "examples": 8,
+    }
     assert doc["records"]["RMSNorm.rmsnorm_does_not_center[bf16-cpu]"]["max_ulp"] is None
 
 
@@ -38,7 +47,8 @@ def test_growth_inside_the_bound_is_reported_with_the_numbers(tmp_path):
     path = tmp_path / "b.json"
     baseline.record(run(max_ulp=0.5), path)
     assert baseline.compare(run(max_ulp=1.5), path) == [
-        "RMSNorm.rmsnorm_matches_golden bf16 cpu: max ULP 0.50 → 1.50 (+1.00)"]
+        "RMSNorm.rmsnorm_matches_golden bf16 cpu: max ULP 0.50 → 1.50 (+1.00)"
+    ]
 
 
 def test_p99_growth_and_a_new_failure_are_regressions_improvements_are_not(tmp_path):
@@ -48,8 +58,10 @@ def test_p99_growth_and_a_new_failure_are_regressions_improvements_are_not(tmp_p
     kinds = {c.kind for c in baseline.changes(run(max_ulp=0.75), path)}
     assert "better" in kinds
     lines = baseline.compare(run(max_ulp=1.0, p99_ulp=0.75, status="failed"), path)
-    assert lines == ["RMSNorm.rmsnorm_matches_golden bf16 cpu: passed → failed",
-                     "RMSNorm.rmsnorm_matches_golden bf16 cpu: p99 ULP 0.50 → 0.75 (+0.25)"]
+    assert lines == [
+        "RMSNorm.rmsnorm_matches_golden bf16 cpu: passed → failed",
+        "RMSNorm.rmsnorm_matches_golden bf16 cpu: p99 ULP 0.50 → 0.75 (+0.25)",
+    ]
 
 
 def test_an_infinite_error_is_a_regression(tmp_path):

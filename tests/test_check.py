@@ -39,8 +39,19 @@ def test_reference_passes_ci_profile_with_report(tmp_path, capsys):
     s = doc["summary"]
     assert s["failed"] == s["errors"] == 0 and s["passed"] >= 40 and s["total"] == len(doc["results"])
     record = doc["results"][0]
-    for key in ("law_id", "component", "dtype", "device", "status", "message", "max_ulp", "p99_ulp", "worst_input",
-                "examples", "duration"):
+    for key in (
+        "law_id",
+        "component",
+        "dtype",
+        "device",
+        "status",
+        "message",
+        "max_ulp",
+        "p99_ulp",
+        "worst_input",
+        "examples",
+        "duration",
+    ):
         assert key in record
     golden = [r for r in doc["results"] if r["law_id"].endswith("_matches_golden") and r["dtype"] == "bf16"]
     assert golden and all(r["max_ulp"] is not None and r["worst_input"] for r in golden)
@@ -62,8 +73,20 @@ def test_unknown_law_or_dtype_is_a_usage_error(capsys):
 
 def test_a_failing_law_exits_1_with_message_and_reproduction(tmp_path, capsys):
     out = tmp_path / "r.json"
-    status = main(["check", str(WRONG / "mean_subtraction.py"), "--only", "rmsnorm_does_not_center", "--dtype", "fp32",
-                   "--profile", "ci", "--json", str(out)])
+    status = main(
+        [
+            "check",
+            str(WRONG / "mean_subtraction.py"),
+            "--only",
+            "rmsnorm_does_not_center",
+            "--dtype",
+            "fp32",
+            "--profile",
+            "ci",
+            "--json",
+            str(out),
+        ]
+    )
     text = capsys.readouterr().out
     assert status == 1
     assert "FAIL RMSNorm.rmsnorm_does_not_center" in text and "reproduce: nanolm-verify check" in text
@@ -78,11 +101,16 @@ def test_only_selects_components_ids_and_names():
 
 
 def test_missing_components_are_skipped_not_failed(tmp_path):
-    spec = _module(tmp_path, "only_norm", """
+    spec = _module(
+        tmp_path,
+        "only_norm",
+        """
         from nanolm_core import RMSNorm
-    """)
-    results = run_check(spec, profile="ci", only=["swiglu_maps_zero_to_zero", "rmsnorm_preserves_sign"],
-                        dtypes=["fp32"])
+    """,
+    )
+    results = run_check(
+        spec, profile="ci", only=["swiglu_maps_zero_to_zero", "rmsnorm_preserves_sign"], dtypes=["fp32"]
+    )
     by_law = {r.law_id: r for r in results}
     assert by_law["SwiGLU.swiglu_maps_zero_to_zero"].status == "skipped"
     assert by_law["SwiGLU.swiglu_maps_zero_to_zero"].message == "SwiGLU not provided"
@@ -90,7 +118,10 @@ def test_missing_components_are_skipped_not_failed(tmp_path):
 
 
 def test_stubs_raising_not_implemented_are_skipped_clearly(tmp_path):
-    spec = _module(tmp_path, "stubs", """
+    spec = _module(
+        tmp_path,
+        "stubs",
+        """
         import torch
         class RMSNorm(torch.nn.Module):
             def __init__(self, dim, eps=1e-6):
@@ -101,10 +132,15 @@ def test_stubs_raising_not_implemented_are_skipped_clearly(tmp_path):
         class SwiGLU(torch.nn.Module):
             def __init__(self, dim, hidden_dim):
                 raise NotImplementedError("exercise 2")
-    """)
+    """,
+    )
     impl = load(spec)
-    for law_id in ("RMSNorm.rmsnorm_matches_golden", "RMSNorm.rmsnorm_gradients_pass_gradcheck",
-                   "SwiGLU.swiglu_is_elementwise_silu_gate", "SwiGLU.swiglu_has_three_matrices_of_ffn_dim"):
+    for law_id in (
+        "RMSNorm.rmsnorm_matches_golden",
+        "RMSNorm.rmsnorm_gradients_pass_gradcheck",
+        "SwiGLU.swiglu_is_elementwise_silu_gate",
+        "SwiGLU.swiglu_has_three_matrices_of_ffn_dim",
+    ):
         law = LAWS[law_id]
         r = run_law(law, impl, dtype=law.dtypes[-1], profile="ci")
         assert r.status == "skipped" and r.message.startswith("not implemented:"), (law_id, r.status, r.message)
@@ -112,7 +148,10 @@ def test_stubs_raising_not_implemented_are_skipped_clearly(tmp_path):
 
 
 def test_a_component_that_cannot_be_built_per_the_contract_fails(tmp_path):
-    spec = _module(tmp_path, "bad_contract", """
+    spec = _module(
+        tmp_path,
+        "bad_contract",
+        """
         import torch
         class RMSNorm(torch.nn.Module):  # weight named "gain": load_state_dict(strict=True) fails
             def __init__(self, dim, eps=1e-6):
@@ -123,7 +162,8 @@ def test_a_component_that_cannot_be_built_per_the_contract_fails(tmp_path):
         class SwiGLU(torch.nn.Module):
             def __init__(self, dim):  # wrong signature
                 super().__init__()
-    """)
+    """,
+    )
     impl = load(spec)
     r = run_law(LAWS["RMSNorm.rmsnorm_preserves_sign"], impl, dtype="fp32", profile="ci")
     assert r.status == "failed" and "load_state_dict" in r.message
@@ -158,8 +198,9 @@ def test_laws_have_docstrings_and_short_bodies():
 
     for law in LAWS.values():
         assert law.doc, f"{law.id} has no docstring (the docstring is the law)"
-        source = inspect.getsource((getattr(law.func, "hypothesis", None) and law.func.hypothesis.inner_test)
-                                   or law.func)
+        source = inspect.getsource(
+            (getattr(law.func, "hypothesis", None) and law.func.hypothesis.inner_test) or law.func
+        )
         body = [ln for ln in source.split('"""')[-1].splitlines() if ln.strip() and not ln.strip().startswith("#")]
         assert len(body) <= 20, f"{law.id} body has {len(body)} lines"
 
@@ -175,8 +216,22 @@ def test_expectation_files_turn_known_findings_into_xfailed_and_exit_0(tmp_path,
     assert main(["check", "hf-llama", *args, "--json", str(out)]) == 0
     summary = json.loads(out.read_text())["summary"]
     assert summary["xfailed"] >= 5 and summary["failed"] == 0
-    assert main(["check", "hf-llama", "--only", "RMSNorm.rmsnorm_matches_golden", "--dtype", "fp64",
-                 "--profile", "ci", "--no-expectations"]) == 1
+    assert (
+        main(
+            [
+                "check",
+                "hf-llama",
+                "--only",
+                "RMSNorm.rmsnorm_matches_golden",
+                "--dtype",
+                "fp64",
+                "--profile",
+                "ci",
+                "--no-expectations",
+            ]
+        )
+        == 1
+    )
     assert "xfailed" in capsys.readouterr().out
 
 

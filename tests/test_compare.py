@@ -23,9 +23,20 @@ def fake_runner(max_ulps: dict[str, float]):
         for dtype in dtypes or ("bf16",):
             for device in devices:
                 worst = {"D": 4096, "regime": "unit scale", "x": list(range(100))}
-                out.append(LawResult("RMSNorm.rmsnorm_matches_golden", "RMSNorm", dtype, device,
-                                     "passed" if ulp < 4 else "failed", message="max ULP error too big",
-                                     max_ulp=ulp, p99_ulp=ulp / 2, worst_input=worst, examples=8))
+                out.append(
+                    LawResult(
+                        "RMSNorm.rmsnorm_matches_golden",
+                        "RMSNorm",
+                        dtype,
+                        device,
+                        "passed" if ulp < 4 else "failed",
+                        message="max ULP error too big",
+                        max_ulp=ulp,
+                        p99_ulp=ulp / 2,
+                        worst_input=worst,
+                        examples=8,
+                    )
+                )
                 out.append(LawResult("RMSNorm.rmsnorm_does_not_center", "RMSNorm", dtype, device, "passed"))
         return out
 
@@ -39,8 +50,12 @@ def report():
 
 def test_cells_aggregate_counts_errors_and_the_worst_input(report):
     torch_cell, hf_cell = report["cells"]
-    assert (torch_cell.impl, torch_cell.component, torch_cell.dtype, torch_cell.device) == ("torch", "RMSNorm",
-                                                                                           "bf16", "cpu")
+    assert (torch_cell.impl, torch_cell.component, torch_cell.dtype, torch_cell.device) == (
+        "torch",
+        "RMSNorm",
+        "bf16",
+        "cpu",
+    )
     assert torch_cell.laws_text == "2/2"
     assert (torch_cell.max_ulp, torch_cell.p99_ulp, torch_cell.accuracy) == (0.5, 0.25, "correctly rounded")
     assert hf_cell.max_ulp == 1.25 and hf_cell.accuracy not in ("correctly rounded", "faithful")

@@ -11,10 +11,16 @@ import pytest
 from properties.check import run_check
 from tests.correct_impls import CORRECT
 
-FAST = [pytest.param(spec, seed, id=f"{spec.rsplit('.', 1)[-1]}-seed{seed}") for spec in CORRECT
-        for seed in ((101, 202) if spec in CORRECT[:2] else (303,))]
-SLOW = [pytest.param(spec, seed, id=f"{spec.rsplit('.', 1)[-1]}-seed{seed}", marks=pytest.mark.slow)
-        for spec in CORRECT[:2] for seed in range(20)]
+FAST = [
+    pytest.param(spec, seed, id=f"{spec.rsplit('.', 1)[-1]}-seed{seed}")
+    for spec in CORRECT
+    for seed in ((101, 202) if spec in CORRECT[:2] else (303,))
+]
+SLOW = [
+    pytest.param(spec, seed, id=f"{spec.rsplit('.', 1)[-1]}-seed{seed}", marks=pytest.mark.slow)
+    for spec in CORRECT[:2]
+    for seed in range(20)
+]
 
 
 def _assert_all_pass(spec: str, seed: int) -> None:

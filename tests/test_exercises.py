@@ -32,9 +32,17 @@ def solutions() -> Implementation:
     return Implementation("tests.exercise_solutions", importlib.import_module("tests.exercise_solutions"))
 
 
-@pytest.mark.parametrize("law_id", ["RMSNorm.rmsnorm_matches_golden", "RMSNorm.rmsnorm_does_not_center",
-                                    "SwiGLU.swiglu_matches_golden", "SwiGLU.swiglu_is_elementwise_silu_gate",
-                                    "Block.block_matches_golden", "Block.block_is_causal"])
+@pytest.mark.parametrize(
+    "law_id",
+    [
+        "RMSNorm.rmsnorm_matches_golden",
+        "RMSNorm.rmsnorm_does_not_center",
+        "SwiGLU.swiglu_matches_golden",
+        "SwiGLU.swiglu_is_elementwise_silu_gate",
+        "Block.block_matches_golden",
+        "Block.block_is_causal",
+    ],
+)
 def test_stub_is_reported_not_implemented(law_id):
     law = LAWS[law_id]
     result = run_law(law, load("exercises"), dtype=LAW_DTYPES[law_id], profile="ci")
@@ -43,11 +51,14 @@ def test_stub_is_reported_not_implemented(law_id):
     assert "is your exercise" in result.message and "exercises/" in result.message, result.message
 
 
-@pytest.mark.parametrize(("build", "where"), [
-    (lambda: exercises.RMSNorm(4)(torch.ones(2, 4)), "modules.py"),
-    (lambda: exercises.SwiGLU(4, 8)(torch.ones(2, 4)), "modules.py"),
-    (lambda: exercises.Block(nanolm_core.ModelConfig(dim=8, n_heads=2, n_kv_heads=1)), "model.py"),
-])
+@pytest.mark.parametrize(
+    ("build", "where"),
+    [
+        (lambda: exercises.RMSNorm(4)(torch.ones(2, 4)), "modules.py"),
+        (lambda: exercises.SwiGLU(4, 8)(torch.ones(2, 4)), "modules.py"),
+        (lambda: exercises.Block(nanolm_core.ModelConfig(dim=8, n_heads=2, n_kv_heads=1)), "model.py"),
+    ],
+)
 def test_stub_message_gives_the_formula_and_the_file(build, where):
     with pytest.raises(NotImplementedError, match=rf"is your exercise: implement .*=.* in exercises/{where}"):
         build()
@@ -61,8 +72,11 @@ def test_stubs_keep_the_contract_names():
 
 
 def test_every_stub_docstring_states_its_formula():
-    for cls, formula in ((exercises.RMSNorm, "sqrt(mean(x²"), (exercises.SwiGLU, "silu(w_gate(x))"),
-                         (exercises.Block, "x + attn(attn_norm(x))")):
+    for cls, formula in (
+        (exercises.RMSNorm, "sqrt(mean(x²"),
+        (exercises.SwiGLU, "silu(w_gate(x))"),
+        (exercises.Block, "x + attn(attn_norm(x))"),
+    ):
         assert formula in (cls.__doc__ or ""), cls.__name__
 
 
@@ -84,9 +98,26 @@ def test_course_command_reports_stubs_as_not_implemented():
     """The course's command: NANOLM_IMPL=exercises pytest tests/test_modules.py -k "rmsnorm or swiglu" -v."""
     env = {**os.environ, "NANOLM_IMPL": "exercises", "HYPOTHESIS_PROFILE": "ci"}
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/test_modules.py", "-k", "rmsnorm or swiglu", "-v", "-rs", "-p",
-         "no:cacheprovider", "-p", "no:xdist"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/test_modules.py",
+            "-k",
+            "rmsnorm or swiglu",
+            "-v",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]  # skips only: no failure, no error
     assert " SKIPPED" in out and "not implemented" in out, out[-3000:]

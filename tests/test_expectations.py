@@ -16,8 +16,12 @@ RMSNorm.*[fp64]                        xfail  computes in fp32 (huggingface/tran
 Block.block_matches_golden[bf16-cuda]  skip   hangs on this kernel
 SwiGLU.swiglu_is_*[*-cpu]              xfail  known on CPU
 """
-LAW_IDS = ["RMSNorm.rmsnorm_matches_golden", "RMSNorm.rmsnorm_is_scale_invariant", "Block.block_matches_golden",
-           "SwiGLU.swiglu_is_odd_free"]
+LAW_IDS = [
+    "RMSNorm.rmsnorm_matches_golden",
+    "RMSNorm.rmsnorm_is_scale_invariant",
+    "Block.block_matches_golden",
+    "SwiGLU.swiglu_is_odd_free",
+]
 
 
 def result(law_id: str, dtype: str = "fp64", device: str = "cpu", status: str = "failed") -> LawResult:

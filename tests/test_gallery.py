@@ -31,7 +31,8 @@ def test_pitfall_is_caught_by_its_law(name):
         pytest.skip(f"known gap, pending in the law library: {p.pending}")
     assert result.status == "failed", (
         f"gallery pitfall {name} ({p.module}) should fail {p.law} in {p.dtype} under the ci profile, "
-        f"but the law returned {result.status!r} after {result.examples} example(s): {result.message}")
+        f"but the law returned {result.status!r} after {result.examples} example(s): {result.message}"
+    )
 
 
 @pytest.mark.parametrize(("law_id", "dtype"), CATCHING_LAWS, ids=[f"{law}-{dt}" for law, dt in CATCHING_LAWS])

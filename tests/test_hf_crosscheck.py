@@ -70,8 +70,12 @@ def random_block(cfg, dtype, seed):
 
 def hf_layer(cfg, block, dtype, attn_implementation):
     hc = LlamaConfig(
-        hidden_size=cfg.dim, intermediate_size=cfg.ffn_dim, num_attention_heads=cfg.n_heads,
-        num_key_value_heads=cfg.n_kv_heads, rms_norm_eps=cfg.norm_eps, max_position_embeddings=cfg.max_seq_len,
+        hidden_size=cfg.dim,
+        intermediate_size=cfg.ffn_dim,
+        num_attention_heads=cfg.n_heads,
+        num_key_value_heads=cfg.n_kv_heads,
+        rms_norm_eps=cfg.norm_eps,
+        max_position_embeddings=cfg.max_seq_len,
         attn_implementation=attn_implementation,
     )
     layer = LlamaDecoderLayer(hc, layer_idx=0).to(dtype)
@@ -83,8 +87,11 @@ def hf_forward(layer, cfg, x, attn_implementation):
     T = x.shape[1]
     cos, sin = rope_cos_sin(T, cfg.head_dim, cfg.rope_theta, torch.float64, x.device)  # HF's formula, in fp64
     mask = None if attn_implementation == "sdpa" else torch.full((T, T), float("-inf"), dtype=x.dtype).triu(1)
-    out = layer(x, position_embeddings=(cos[None].to(x.dtype), sin[None].to(x.dtype)),
-                attention_mask=None if mask is None else mask[None, None])
+    out = layer(
+        x,
+        position_embeddings=(cos[None].to(x.dtype), sin[None].to(x.dtype)),
+        attention_mask=None if mask is None else mask[None, None],
+    )
     return out[0] if isinstance(out, tuple) else out
 
 
@@ -104,8 +111,13 @@ def test_block_equals_hf_llama_decoder_layer(n_kv_heads, dtype, attn_implementat
     with torch.no_grad():
         ours, theirs = block(x), hf_forward(layer, cfg, x, attn_implementation)
     params = dict(block.state_dict())
-    assert_both_within_bound(ours, theirs, golden.block(x, params, cfg), bounds.block(x, params, cfg, dtype),
-                             f"HF LlamaDecoderLayer ({attn_implementation})")
+    assert_both_within_bound(
+        ours,
+        theirs,
+        golden.block(x, params, cfg),
+        bounds.block(x, params, cfg, dtype),
+        f"HF LlamaDecoderLayer ({attn_implementation})",
+    )
 
 
 def test_hf_llama_rmsnorm_is_only_fp32_accurate_in_fp64():

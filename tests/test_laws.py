@@ -17,8 +17,10 @@ def _params() -> list:
     for law in LAWS.values():
         for device in DEVICES:
             marks = [pytest.mark.cuda] if device == "cuda" else []
-            params += [pytest.param(law.id, dtype, device, id=f"{law.id}-{DTYPE_NAMES[dtype]}-{device}", marks=marks)
-                       for dtype in law.dtypes]
+            params += [
+                pytest.param(law.id, dtype, device, id=f"{law.id}-{DTYPE_NAMES[dtype]}-{device}", marks=marks)
+                for dtype in law.dtypes
+            ]
     return params
 
 

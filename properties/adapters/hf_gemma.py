@@ -32,14 +32,14 @@ CONVENTIONS = {
     "RMSNorm": {
         "formula": "y = fl(x · rsqrt(mean(x²) + eps) · (1 + w_g)),  w_g = w − 1",
         "rounding": "one rounding of the output (the product is computed in fp32, then type_as(x)); "
-                    "the effective gain fl32(1 + fl32(w − 1)) may add one rounding of the weight",
+        "the effective gain fl32(1 + fl32(w − 1)) may add one rounding of the weight",
         "compute_dtype": "fp32 for every input dtype — fp64 input is downcast to fp32 (x.float())",
         "eps_default": 1e-6,
         "eps_placement": "inside the square root",
         "weight_offset": 1.0,
         "weight_mapping": "contract weight w is the parameter; Gemma gets w_g = w − 1 computed in fp64 at each "
-                          "call; w_eff = fl32(1 + fl32(w − 1)) = w when |w| < 2^24 and w is a multiple of 2^-24 "
-                          "(w > 0) or 2^-23 (w < 0): all w in [0.5, 2^24), all bf16 w with 2^-16 ≤ |w| < 2^24",
+        "call; w_eff = fl32(1 + fl32(w − 1)) = w when |w| < 2^24 and w is a multiple of 2^-24 "
+        "(w > 0) or 2^-23 (w < 0): all w in [0.5, 2^24), all bf16 w with 2^-16 ≤ |w| < 2^24",
         "source": "transformers.models.gemma.modeling_gemma.GemmaRMSNorm",
     },
 }

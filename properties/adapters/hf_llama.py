@@ -28,7 +28,7 @@ CONVENTIONS = {
     "RMSNorm": {
         "formula": "y = w · fl(x · rsqrt(mean(x²) + eps))",
         "rounding": "two roundings: x·r is computed in fp32 and rounded to the input dtype, then multiplied by w "
-                    "in the weight's dtype (huggingface/transformers#29402)",
+        "in the weight's dtype (huggingface/transformers#29402)",
         "compute_dtype": "fp32 for every input dtype — fp64 input is downcast to fp32 (x.to(torch.float32))",
         "eps_default": 1e-6,
         "eps_placement": "inside the square root",
@@ -46,12 +46,12 @@ CONVENTIONS = {
     "Block": {
         "formula": "h = x + self_attn(input_layernorm(x)); out = h + mlp(post_attention_layernorm(h))",
         "rounding": "RoPE cos/sin computed in fp32 and rounded to the input dtype, applied in the input dtype; "
-                    "scores in the input dtype, softmax in fp32 rounded to the input dtype, then probs·v",
+        "scores in the input dtype, softmax in fp32 rounded to the input dtype, then probs·v",
         "compute_dtype": "module dtype; fp32 for RoPE angles and softmax",
         "attention": f"{ATTN_IMPLEMENTATION} with an additive causal mask (finfo(dtype).min above the diagonal)",
         "rope": "rotate-half, LlamaRotaryEmbedding (rope_type 'default'), inv_freq kept in fp32",
         "weight_mapping": "attn_norm ↔ input_layernorm, attn.w{q,k,v,o} ↔ self_attn.{q,k,v,o}_proj, "
-                          "ffn_norm ↔ post_attention_layernorm, ffn.w_* ↔ mlp.*_proj",
+        "ffn_norm ↔ post_attention_layernorm, ffn.w_* ↔ mlp.*_proj",
         "source": "transformers.models.llama.modeling_llama.LlamaDecoderLayer",
     },
 }
@@ -98,16 +98,26 @@ class SwiGLU(nn.Module):
         self.w_gate = nn.Linear(dim, hidden_dim, bias=False)
         self.w_up = nn.Linear(dim, hidden_dim, bias=False)
         self.w_down = nn.Linear(hidden_dim, dim, bias=False)
-        cfg = LlamaConfig(hidden_size=dim, intermediate_size=hidden_dim, hidden_act="silu", mlp_bias=False,
-                          num_attention_heads=1, num_key_value_heads=1, head_dim=2)  # unused by the MLP, but
+        cfg = LlamaConfig(
+            hidden_size=dim,
+            intermediate_size=hidden_dim,
+            hidden_act="silu",
+            mlp_bias=False,
+            num_attention_heads=1,
+            num_key_value_heads=1,
+            head_dim=2,
+        )  # unused by the MLP, but
         # LlamaConfig validates them: one head divides every D, and RoPE wants an even head_dim
         with torch.device("meta"):
             hide(self, "_hf", LlamaMLP(cfg))
 
     def hf_params(self, prefix: str = "") -> dict[str, torch.Tensor]:
         """HF parameter names (under ``prefix``) → this module's tensors."""
-        return {f"{prefix}gate_proj.weight": self.w_gate.weight, f"{prefix}up_proj.weight": self.w_up.weight,
-                f"{prefix}down_proj.weight": self.w_down.weight}
+        return {
+            f"{prefix}gate_proj.weight": self.w_gate.weight,
+            f"{prefix}up_proj.weight": self.w_up.weight,
+            f"{prefix}down_proj.weight": self.w_down.weight,
+        }
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return call_with(self._hf, self.hf_params(), x)
@@ -169,5 +179,11 @@ class Block(nn.Module):
         }
         position_ids = torch.arange(T, device=x.device)[None].expand(B, T)  # (B, T)
         cos_sin = self._rotary(x, position_ids)  # two (B, T, K) tensors in x.dtype
-        return call_with(self._hf, params, x, attention_mask=causal_mask(T, x.dtype, x.device),
-                         position_ids=position_ids, position_embeddings=cos_sin)
+        return call_with(
+            self._hf,
+            params,
+            x,
+            attention_mask=causal_mask(T, x.dtype, x.device),
+            position_ids=position_ids,
+            position_embeddings=cos_sin,
+        )

@@ -28,7 +28,7 @@ CONVENTIONS = {
     "RMSNorm": {
         "formula": "y = w · fl(x · rsqrt(mean(x²) + eps))",
         "rounding": f"casting_mode={CASTING_MODE!r}: rstd in fp32, x·rstd rounded to the input dtype, then ·w "
-                    "(two roundings, as HF Llama)",
+        "(two roundings, as HF Llama)",
         "compute_dtype": "fp32 reduction inside the Triton kernel",
         "eps_default": 1e-6,
         "eps_placement": "inside the square root",
@@ -40,7 +40,7 @@ CONVENTIONS = {
     "SwiGLU": {
         "formula": "y = down_proj(silu(gate_proj(x)) ⊙ up_proj(x))",
         "rounding": "linears in the module dtype; the fused kernel computes silu(gate) in fp32, rounds it to the "
-                    "input dtype and multiplies by up (two roundings)",
+        "input dtype and multiplies by up (two roundings)",
         "compute_dtype": "module dtype, fp32 inside the silu·mul kernel",
         "weight_mapping": "w_gate ↔ gate_proj, w_up ↔ up_proj, w_down ↔ down_proj",
         "source": "liger_kernel.transformers.swiglu.LigerSwiGLUMLP",
@@ -99,6 +99,9 @@ class SwiGLU(nn.Module):
             hide(self, "_liger", lk.LigerSwiGLUMLP(cfg))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        params = {"gate_proj.weight": self.w_gate.weight, "up_proj.weight": self.w_up.weight,
-                  "down_proj.weight": self.w_down.weight}
+        params = {
+            "gate_proj.weight": self.w_gate.weight,
+            "up_proj.weight": self.w_up.weight,
+            "down_proj.weight": self.w_down.weight,
+        }
         return call_with(self._liger, params, x)

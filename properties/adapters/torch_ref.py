@@ -39,7 +39,7 @@ CONVENTIONS = {
     "Block": {
         "formula": "h = x + attn(attn_norm(x)); out = h + ffn(ffn_norm(h))",
         "rounding": "projections in module dtype; RoPE in fp32 (fp64 for fp64) rounded to the module dtype; "
-                    "scaled_dot_product_attention in the module dtype (fp32 softmax internally)",
+        "scaled_dot_product_attention in the module dtype (fp32 softmax internally)",
         "compute_dtype": "module dtype, fp32 for RoPE",
         "attention": "F.scaled_dot_product_attention(is_causal=True, enable_gqa=True)",
         "rope": "rotate-half, angles t · theta^(−2j/K) in fp32 (fp64 for fp64)",

@@ -36,8 +36,15 @@ def _guard(step: str, fn: Callable[[], Any]) -> Any:
         fail(f"{step} raised {type(exc).__name__}: {exc}")
 
 
-def build(impl: Implementation, component: str, args: tuple[Any, ...], kwargs: dict[str, Any],
-          state: dict[str, torch.Tensor], dtype: torch.dtype, device: str) -> nn.Module:
+def build(
+    impl: Implementation,
+    component: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    state: dict[str, torch.Tensor],
+    dtype: torch.dtype,
+    device: str,
+) -> nn.Module:
     """Construct ``component(*args, **kwargs)``, move it to (device, dtype), load ``state`` strictly."""
     __tracebackhide__ = True
     factory = impl.factory(component)  # NotProvided → skipped by the runner
@@ -47,8 +54,10 @@ def build(impl: Implementation, component: str, args: tuple[Any, ...], kwargs: d
         fail(f"{component}({sig}) returned {type(module).__name__}, not a torch.nn.Module")
     module = _guard(f"{component}.to(device={device!r}, dtype={dtype})", lambda: module.to(device=device, dtype=dtype))
     state = {k: v.to(device=device, dtype=dtype) for k, v in state.items()}
-    _guard(f"{component}.load_state_dict(strict=True) with keys {sorted(state)}",
-           lambda: module.load_state_dict(state, strict=True))
+    _guard(
+        f"{component}.load_state_dict(strict=True) with keys {sorted(state)}",
+        lambda: module.load_state_dict(state, strict=True),
+    )
     return module.eval()  # inference numerics: no dropout (the contract's forward has none)
 
 
@@ -63,8 +72,9 @@ def build_swiglu(impl: Implementation, params: dict[str, torch.Tensor], dtype: t
     return build(impl, "SwiGLU", (D, F), {}, params, dtype, device)
 
 
-def build_block(impl: Implementation, config: Any, params: dict[str, torch.Tensor], dtype: torch.dtype,
-                device: str) -> nn.Module:
+def build_block(
+    impl: Implementation, config: Any, params: dict[str, torch.Tensor], dtype: torch.dtype, device: str
+) -> nn.Module:
     """Block(config) with the contract's state_dict loaded."""
     return build(impl, "Block", (config,), {}, params, dtype, device)
 
@@ -103,8 +113,9 @@ def note(case: Any) -> None:
             event(f"{key}: {info[key]}")
 
 
-def rmsnorm_forward(impl: Implementation, x: torch.Tensor, weight: torch.Tensor, eps: float, dtype: torch.dtype,
-                    device: str) -> torch.Tensor:
+def rmsnorm_forward(
+    impl: Implementation, x: torch.Tensor, weight: torch.Tensor, eps: float, dtype: torch.dtype, device: str
+) -> torch.Tensor:
     """y = impl.RMSNorm(D, eps)(x) with ``weight`` loaded; y must keep x's shape, dtype and device."""
     __tracebackhide__ = True
     from properties.assertions import assert_output_contract
@@ -114,8 +125,9 @@ def rmsnorm_forward(impl: Implementation, x: torch.Tensor, weight: torch.Tensor,
     return y
 
 
-def swiglu_forward(impl: Implementation, x: torch.Tensor, params: dict[str, torch.Tensor], dtype: torch.dtype,
-                   device: str) -> torch.Tensor:
+def swiglu_forward(
+    impl: Implementation, x: torch.Tensor, params: dict[str, torch.Tensor], dtype: torch.dtype, device: str
+) -> torch.Tensor:
     """y = impl.SwiGLU(D, F)(x) with ``params`` loaded; y must keep x's shape, dtype and device."""
     __tracebackhide__ = True
     from properties.assertions import assert_output_contract
@@ -125,8 +137,9 @@ def swiglu_forward(impl: Implementation, x: torch.Tensor, params: dict[str, torc
     return y
 
 
-def block_forward(impl: Implementation, x: torch.Tensor, config: Any, params: dict[str, torch.Tensor],
-                  dtype: torch.dtype, device: str) -> torch.Tensor:
+def block_forward(
+    impl: Implementation, x: torch.Tensor, config: Any, params: dict[str, torch.Tensor], dtype: torch.dtype, device: str
+) -> torch.Tensor:
     """y = impl.Block(config)(x) with ``params`` loaded; y must keep x's shape, dtype and device."""
     __tracebackhide__ = True
     from properties.assertions import assert_output_contract

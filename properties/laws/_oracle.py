@@ -19,8 +19,15 @@ import torch
 
 from properties.assertions import as_f64, gamma_n
 
-__all__ = ["DerivedBound", "compute_roundoff", "eta", "rmsnorm_vjp_bounds", "silu_gate_bound", "swiglu_vjp_bounds",
-           "unit_roundoff"]
+__all__ = [
+    "DerivedBound",
+    "compute_roundoff",
+    "eta",
+    "rmsnorm_vjp_bounds",
+    "silu_gate_bound",
+    "swiglu_vjp_bounds",
+    "unit_roundoff",
+]
 
 _U = {torch.float64: 2.0**-53, torch.float32: 2.0**-24, torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8}
 _ETA = {torch.float64: 2.0**-1074, torch.float32: 2.0**-149, torch.float16: 2.0**-24, torch.bfloat16: 2.0**-133}
@@ -84,8 +91,15 @@ def bound_swiglu(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, wd: torch.
 # -------------------------------------------------------------------------------------------- derived bounds
 
 
-def rmsnorm_vjp_bounds(x: torch.Tensor, w: torch.Tensor, eps: float, g: torch.Tensor, dx_golden: np.ndarray,
-                       dw_golden: np.ndarray, dtype: torch.dtype) -> tuple[DerivedBound, DerivedBound]:
+def rmsnorm_vjp_bounds(
+    x: torch.Tensor,
+    w: torch.Tensor,
+    eps: float,
+    g: torch.Tensor,
+    dx_golden: np.ndarray,
+    dw_golden: np.ndarray,
+    dtype: torch.dtype,
+) -> tuple[DerivedBound, DerivedBound]:
     """Bounds for dx and dw of y = x·r·w, r = (mean(x²) + eps)^-1/2, cotangent g.
 
     dx_i = r·w_i·g_i − (r³/D)·x_i·Σ_j x_j·w_j·g_j, dw_j = Σ_rows r·x_j·g_j. With M the same sums of absolute
@@ -101,8 +115,10 @@ def rmsnorm_vjp_bounds(x: torch.Tensor, w: torch.Tensor, eps: float, g: torch.Te
     dx = u * np.abs(dx_golden).reshape(N, D) + rel * 3 * m_dx + 4 * e
     dw = u * np.abs(dw_golden) + rel * 3 * m_dw + 4 * e
     sym = f"u_s={u:.3g}, u_c={uc:.3g}, D={D}, N={N}"
-    return (DerivedBound(dx.reshape(x.shape), f"u_s·|dx| + (3u_s + γ_(D+N+8)(u_c))·3·M_dx + 4η [{sym}]"),
-            DerivedBound(dw, f"u_s·|dw| + (3u_s + γ_(D+N+8)(u_c))·3·Σ_rows r|x g| + 4η [{sym}]"))
+    return (
+        DerivedBound(dx.reshape(x.shape), f"u_s·|dx| + (3u_s + γ_(D+N+8)(u_c))·3·M_dx + 4η [{sym}]"),
+        DerivedBound(dw, f"u_s·|dw| + (3u_s + γ_(D+N+8)(u_c))·3·Σ_rows r|x g| + 4η [{sym}]"),
+    )
 
 
 def _silu(a: np.ndarray) -> np.ndarray:
@@ -116,8 +132,15 @@ def _dsilu(a: np.ndarray) -> np.ndarray:
     return s * (1 + a * (1 - s))
 
 
-def swiglu_vjp_bounds(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, wd: torch.Tensor, g: torch.Tensor,
-                      goldens: tuple[np.ndarray, ...], dtype: torch.dtype) -> tuple[DerivedBound, ...]:
+def swiglu_vjp_bounds(
+    x: torch.Tensor,
+    wg: torch.Tensor,
+    wu: torch.Tensor,
+    wd: torch.Tensor,
+    g: torch.Tensor,
+    goldens: tuple[np.ndarray, ...],
+    dtype: torch.dtype,
+) -> tuple[DerivedBound, ...]:
     """Bounds for (dx, dW_gate, dW_up, dW_down) of y = W_d(silu(W_g x) ⊙ W_u x) by running error analysis.
 
     Intermediates a = W_g x, b = W_u x, s = silu(a), h = s⊙b, dh = W_dᵀg, ds = dh⊙b, da = ds⊙silu'(a),
@@ -145,19 +168,33 @@ def swiglu_vjp_bounds(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, wd: t
     db = dh * s
     edb = u * np.abs(db) + np.abs(dh) * es + np.abs(s) * edh + e
     aWg, aWu = np.abs(Wg), np.abs(Wu)
-    edx = (u * (np.abs(da @ Wg) + np.abs(db @ Wu)) + gamma_n(F, uc) * (np.abs(da) @ aWg + np.abs(db) @ aWu)
-           + eda @ aWg + edb @ aWu + e)
+    edx = (
+        u * (np.abs(da @ Wg) + np.abs(db @ Wu))
+        + gamma_n(F, uc) * (np.abs(da) @ aWg + np.abs(db) @ aWu)
+        + eda @ aWg
+        + edb @ aWu
+        + e
+    )
     edWd = gamma_n(N, uc) * (np.abs(gs).T @ np.abs(h)) + np.abs(gs).T @ eh + e
     edWg = gamma_n(N, uc) * (np.abs(da).T @ aX) + eda.T @ aX + e
     edWu = gamma_n(N, uc) * (np.abs(db).T @ aX) + edb.T @ aX + e
     safety = 1 + 16 * u  # second-order terms of the first-order analysis
     sym = f"u_s={u:.3g}, u_c={uc:.3g}, D={D}, F={F}, N={N}"
     out = []
-    for name, err, gold, shape in (("dx", edx, goldens[0], x.shape), ("dW_gate", edWg, goldens[1], wg.shape),
-                                   ("dW_up", edWu, goldens[2], wu.shape), ("dW_down", edWd, goldens[3], wd.shape)):
+    for name, err, gold, shape in (
+        ("dx", edx, goldens[0], x.shape),
+        ("dW_gate", edWg, goldens[1], wg.shape),
+        ("dW_up", edWu, goldens[2], wu.shape),
+        ("dW_down", edWd, goldens[3], wd.shape),
+    ):
         total = (u * np.abs(np.asarray(gold)).reshape(err.shape) + err) * safety
-        out.append(DerivedBound(total.reshape(shape), f"u_s·|{name}| + running error bound of the SwiGLU backward "
-                                                      f"(intermediates rounded to storage, sums in u_c) [{sym}]"))
+        out.append(
+            DerivedBound(
+                total.reshape(shape),
+                f"u_s·|{name}| + running error bound of the SwiGLU backward "
+                f"(intermediates rounded to storage, sums in u_c) [{sym}]",
+            )
+        )
     return tuple(out)
 
 
@@ -174,5 +211,8 @@ def silu_gate_bound(x: np.ndarray, golden: np.ndarray, dtype: torch.dtype) -> De
     flush = np.where(x < -np.log(float(torch.finfo(torch.float32).max)), np.abs(golden), 0.0)
     x = np.abs(x)
     allowed = g3 * np.abs(golden) + (1 + u) ** 2 * x * x * e / 2 + (1 + u) * x * e / 2 + e / 2 + flush
-    return DerivedBound(allowed, f"γ₃·|y| + (1+u)²·x²·η/2 + (1+u)·|x|·η/2 + η/2 (+|y| for x < −88.72), "
-                                 f"γ₃ = (1+u)³(1+4u_c) − 1 [u={u:.3g}, u_c={uc:.3g}, η={e:.3g}]")
+    return DerivedBound(
+        allowed,
+        f"γ₃·|y| + (1+u)²·x²·η/2 + (1+u)·|x|·η/2 + η/2 (+|y| for x < −88.72), "
+        f"γ₃ = (1+u)³(1+4u_c) − 1 [u={u:.3g}, u_c={uc:.3g}, η={e:.3g}]",
+    )

@@ -49,8 +49,9 @@ def block_matches_golden(impl: Implementation, dtype: DType, device: str, data: 
     c = data.draw(S.block_cases(dtype, max_dim=32, max_tokens=4), label="case")
     note(c)
     y = block_forward(impl, c.x, c.config, c.params, dtype, device)
-    assert_matches_golden(y, golden_module().block(c.x, c.params, c.config),
-                          bounds_module().block(c.x, c.params, c.config, dtype))
+    assert_matches_golden(
+        y, golden_module().block(c.x, c.params, c.config), bounds_module().block(c.x, c.params, c.config, dtype)
+    )
 
 
 @law("Block")
@@ -77,8 +78,9 @@ def _vjp(module: torch.nn.Module, x: torch.Tensor, v: torch.Tensor, component: s
     return dx
 
 
-def _reference(config: nanolm_core.ModelConfig, params: dict[str, torch.Tensor], dtype: torch.dtype,
-               cls: type = nanolm_core.Block) -> torch.nn.Module:
+def _reference(
+    config: nanolm_core.ModelConfig, params: dict[str, torch.Tensor], dtype: torch.dtype, cls: type = nanolm_core.Block
+) -> torch.nn.Module:
     module = cls(config).to(dtype=dtype)
     module.load_state_dict({k: v.to(dtype) for k, v in params.items()}, strict=True)
     return module
@@ -96,8 +98,15 @@ def block_jacobian_is_identity_plus_branch(impl: Implementation, dtype: DType, d
     ref = as_f64(_vjp(_reference(c.config, c.params, dtype), c.x, v))
     n = SUBLAYERS * (c.config.dim + c.config.ffn_dim + c.x.shape[1])
     allowed = 2 * np.abs(ref - exact).max() + n * _u(dtype) * np.abs(exact).max()
-    assert_close(got, exact, allowed, dtype=dtype, what="vᵀ∂out/∂x", expected_name="fp64 derivative",
-                 formula="2·max|ref_dtype − fp64| + 8(D+F+T)·max(u, 2^-40)·max|vᵀJ|")
+    assert_close(
+        got,
+        exact,
+        allowed,
+        dtype=dtype,
+        what="vᵀ∂out/∂x",
+        expected_name="fp64 derivative",
+        formula="2·max|ref_dtype − fp64| + 8(D+F+T)·max(u, 2^-40)·max|vᵀJ|",
+    )
 
 
 @law("Block")
@@ -108,8 +117,9 @@ def block_is_causal(impl: Implementation, dtype: DType, device: str, data: Data)
     note(cc)
     c = cc.case
     y, y2 = (block_forward(impl, v, c.config, c.params, dtype, device) for v in (c.x, cc.other))
-    assert_bitwise_equal(y2[:, : cc.t], y[:, : cc.t], what=f"outputs of tokens < {cc.t}",
-                         why=f"tokens ≥ {cc.t} changed")
+    assert_bitwise_equal(
+        y2[:, : cc.t], y[:, : cc.t], what=f"outputs of tokens < {cc.t}", why=f"tokens ≥ {cc.t} changed"
+    )
 
 
 @law("Block")
@@ -174,13 +184,19 @@ def block_preserves_gradient_through_depth(impl: Implementation, dtype: DType, d
     got = _ratio([build_block(impl, c.config, p, dtype, device) for p in layers], x.to(device), v.to(device))
     exact = _ratio([_reference(c.config, p, torch.float64) for p in layers], x.double(), v.double())
     ref = _ratio([_reference(c.config, p, dtype) for p in layers], x, v)
-    post = _ratio([_reference(c.config, p, torch.float64, nanolm_core.PostNormBlock) for p in layers], x.double(),
-                  v.double())
+    post = _ratio(
+        [_reference(c.config, p, torch.float64, nanolm_core.PostNormBlock) for p in layers], x.double(), v.double()
+    )
     measure("gradient norm ratio (impl, pre-norm fp64, post-norm fp64)", [got, exact, post])
     n = DEPTH * SUBLAYERS * (c.config.dim + c.config.ffn_dim + x.shape[1])
-    assert_close(np.array([got]), np.array([exact]), 2 * abs(ref - exact) + n * _u(dtype) * exact,
-                 what=f"‖vᵀ∂out/∂x‖/‖v‖ through {DEPTH} blocks", expected_name="fp64 pre-norm",
-                 formula="2·|ref_dtype − fp64| + 8L(D+F+T)·max(u, 2^-40)·ratio")
+    assert_close(
+        np.array([got]),
+        np.array([exact]),
+        2 * abs(ref - exact) + n * _u(dtype) * exact,
+        what=f"‖vᵀ∂out/∂x‖/‖v‖ through {DEPTH} blocks",
+        expected_name="fp64 pre-norm",
+        formula="2·|ref_dtype − fp64| + 8L(D+F+T)·max(u, 2^-40)·ratio",
+    )
 
 
 # Llama-shaped configs where 256-rounding keeps F ≠ 4D (D = 64 would hide F = 4D: 256 = 4·64).
@@ -215,7 +231,9 @@ def block_has_llama_parameter_count(impl: Implementation, dtype: DType, device: 
         count = sum(p.numel() for p in module.parameters())
         if count != llama_block_parameters(config):
             shapes = {n: tuple(p.shape) for n, p in module.named_parameters()}
-            _fail(f"Block parameter count {count:,} ≠ 2D + D·H·K + 2·D·G·K + H·K·D + 3·D·F = "
-                  f"{llama_block_parameters(config):,} for {dataclasses.replace(config)} (F = {config.ffn_dim}); "
-                  f"shapes {shapes}")
+            _fail(
+                f"Block parameter count {count:,} ≠ 2D + D·H·K + 2·D·G·K + H·K·D + 3·D·F = "
+                f"{llama_block_parameters(config):,} for {dataclasses.replace(config)} (F = {config.ffn_dim}); "
+                f"shapes {shapes}"
+            )
         count_examples(1)

@@ -15,7 +15,6 @@ from properties.registry import count_examples, law
 DType = torch.dtype
 
 
-
 @law("Block", dtypes=(torch.float32,))
 def block_ffn_dim_is_8d_over_3(impl: Implementation, dtype: DType, device: str) -> None:
     """Block(config).ffn uses F = config.ffn_dim = 256·⌈(8D/3)/256⌉ hidden units (D = 4096 → 11008, not 4D)."""
@@ -30,6 +29,8 @@ def block_ffn_dim_is_8d_over_3(impl: Implementation, dtype: DType, device: str) 
             fail(f"Block({config}) cannot be constructed on the meta device: {type(exc).__name__}: {exc}")
         shape = tuple(dict(module.named_parameters())["ffn.w_gate.weight"].shape)
         if shape != (config.ffn_dim, D):
-            fail(f"Block(dim={D}).ffn.w_gate.weight has shape {shape} ≠ (F, D) = ({config.ffn_dim}, {D}); "
-                 f"F must be 256·⌈(8D/3)/256⌉ = {config.ffn_dim} (4D would be {4 * D})")
+            fail(
+                f"Block(dim={D}).ffn.w_gate.weight has shape {shape} ≠ (F, D) = ({config.ffn_dim}, {D}); "
+                f"F must be 256·⌈(8D/3)/256⌉ = {config.ffn_dim} (4D would be {4 * D})"
+            )
         count_examples(1)

@@ -49,8 +49,9 @@ def rmsnorm_matches_golden(impl: Implementation, dtype: DType, device: str, data
     case = data.draw(S.rmsnorm_cases(dtype), label="case")
     note(case)
     y = rmsnorm_forward(impl, case.x, case.weight, case.eps, dtype, device)
-    assert_matches_golden(y, golden_rmsnorm(case.x, case.weight, case.eps),
-                          bound_rmsnorm(case.x, case.weight, case.eps, dtype))
+    assert_matches_golden(
+        y, golden_rmsnorm(case.x, case.weight, case.eps), bound_rmsnorm(case.x, case.weight, case.eps, dtype)
+    )
 
 
 @law("RMSNorm")
@@ -66,9 +67,14 @@ def rmsnorm_output_has_norm_sqrt_d(impl: Implementation, dtype: DType, device: s
     ms = (x * x).mean(axis=-1)
     expected = np.sqrt(D * ms / (ms + case.eps))
     b = np.linalg.norm(_rows(torch.as_tensor(bound_rmsnorm(case.x, case.weight, case.eps, dtype).abs)), axis=-1)
-    assert_close(np.linalg.norm(_rows(y), axis=-1), expected, b + 4 * (D + 2) * U64 * expected,
-                 formula="‖bound of the row‖₂ + 4(D+2)·u_64·√(D·ms/(ms+eps))", what="‖y‖₂ per row",
-                 expected_name="√(D·ms/(ms+eps))")
+    assert_close(
+        np.linalg.norm(_rows(y), axis=-1),
+        expected,
+        b + 4 * (D + 2) * U64 * expected,
+        formula="‖bound of the row‖₂ + 4(D+2)·u_64·√(D·ms/(ms+eps))",
+        what="‖y‖₂ per row",
+        expected_name="√(D·ms/(ms+eps))",
+    )
 
 
 @law("RMSNorm")
@@ -83,8 +89,10 @@ def rmsnorm_preserves_sign(impl: Implementation, dtype: DType, device: str, data
     bad = (y != 0) & (np.sign(y) != expected)
     if bad.any():
         i = tuple(int(v) for v in np.argwhere(bad)[0])
-        fail(f"sign(y) ≠ sign(x)·sign(γ) at {i}: x={as_f64(case.x)[i]!r}, γ={as_f64(case.weight)[i[-1]]!r}, "
-             f"y={y[i]!r} ({int(bad.sum())} of {bad.size} elements)")
+        fail(
+            f"sign(y) ≠ sign(x)·sign(γ) at {i}: x={as_f64(case.x)[i]!r}, γ={as_f64(case.weight)[i[-1]]!r}, "
+            f"y={y[i]!r} ({int(bad.sum())} of {bad.size} elements)"
+        )
 
 
 @law("RMSNorm")
@@ -101,24 +109,40 @@ def rmsnorm_is_scale_invariant(impl: Implementation, dtype: DType, device: str, 
     drift = np.abs(x * w) * np.abs(1 / np.sqrt(ms + c.eps / alpha**2) - 1 / np.sqrt(ms + c.eps))
     b = as_f64(torch.as_tensor(bound_rmsnorm(c.x, c.weight, c.eps, dtype).abs)).reshape(x.shape)
     ba = as_f64(torch.as_tensor(bound_rmsnorm(xa, c.weight, c.eps, dtype).abs)).reshape(x.shape)
-    assert_close(_rows(ya), _rows(y), b + ba + drift * (1 + 8 * U64), dtype=dtype, what="f(α·x) vs f(x)",
-                 expected_name="f(x)", formula="b(x) + b(αx) + |xγ|·|(ms+eps/α²)^-½ − (ms+eps)^-½|")
+    assert_close(
+        _rows(ya),
+        _rows(y),
+        b + ba + drift * (1 + 8 * U64),
+        dtype=dtype,
+        what="f(α·x) vs f(x)",
+        expected_name="f(x)",
+        formula="b(x) + b(αx) + |xγ|·|(ms+eps/α²)^-½ − (ms+eps)^-½|",
+    )
 
 
 @law("RMSNorm")
 @given(data=st.data())
 def rmsnorm_scales_with_gamma(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """f_γ(x) = γ ⊙ f_1(x) for random γ (both signs, zeros): |f_γ − γ·f_1| ≤ b_γ + |γ|·b_1."""
-    c = data.draw(S.rmsnorm_cases(dtype, gamma_kinds=("random_positive", "random_signed", "with_zeros",
-                                                      "tiny_and_large")), label="case")
+    c = data.draw(
+        S.rmsnorm_cases(dtype, gamma_kinds=("random_positive", "random_signed", "with_zeros", "tiny_and_large")),
+        label="case",
+    )
     note(c)
     ones = torch.ones_like(c.weight)
     y, y1 = (rmsnorm_forward(impl, c.x, w, c.eps, dtype, device) for w in (c.weight, ones))
     w = as_f64(c.weight)
     b = as_f64(torch.as_tensor(bound_rmsnorm(c.x, c.weight, c.eps, dtype).abs))
     b1 = as_f64(torch.as_tensor(bound_rmsnorm(c.x, ones, c.eps, dtype).abs))
-    assert_close(y, as_f64(y1) * w, b + np.abs(w) * b1, dtype=dtype, what="f_γ(x) vs γ ⊙ f_1(x)",
-                 expected_name="γ⊙f_1(x)", formula="b_γ + |γ|·b_1")
+    assert_close(
+        y,
+        as_f64(y1) * w,
+        b + np.abs(w) * b1,
+        dtype=dtype,
+        what="f_γ(x) vs γ ⊙ f_1(x)",
+        expected_name="γ⊙f_1(x)",
+        formula="b_γ + |γ|·b_1",
+    )
 
 
 @law("RMSNorm")
@@ -134,8 +158,14 @@ def rmsnorm_does_not_center(impl: Implementation, dtype: DType, device: str, dat
     expected = x.sum(axis=-1) / np.sqrt((x * x).mean(axis=-1) + c.eps)
     b = _rows(torch.as_tensor(bound_rmsnorm(c.x, c.weight, c.eps, dtype).abs)).sum(axis=-1)
     slack = 4 * (x.shape[-1] + 2) * U64 * np.abs(x).sum(axis=-1) / np.sqrt((x * x).mean(axis=-1) + c.eps)
-    assert_close(_rows(y).sum(axis=-1), expected, b + slack, what="Σ_i y_i per row",
-                 expected_name="Σx/√(ms+eps)", formula="Σ_i bound_i + 4(D+2)·u_64·Σ|x|/√(ms+eps)")
+    assert_close(
+        _rows(y).sum(axis=-1),
+        expected,
+        b + slack,
+        what="Σ_i y_i per row",
+        expected_name="Σx/√(ms+eps)",
+        formula="Σ_i bound_i + 4(D+2)·u_64·Σ|x|/√(ms+eps)",
+    )
 
 
 @law("RMSNorm")
@@ -147,8 +177,15 @@ def rmsnorm_rows_are_independent(impl: Implementation, dtype: DType, device: str
     c = rc.case
     y, y2 = (_rows(rmsnorm_forward(impl, v, c.weight, c.eps, dtype, device))[rc.i] for v in (c.x, rc.other))
     b = as_f64(torch.as_tensor(bound_rmsnorm(c.x.reshape(-1, c.x.shape[-1])[rc.i], c.weight, c.eps, dtype).abs))
-    assert_close(y2, y, 2 * b, dtype=dtype, what=f"row {rc.i} after changing the other rows",
-                 expected_name="row with the original neighbours", formula="2·bounds.rmsnorm (both vs one golden)")
+    assert_close(
+        y2,
+        y,
+        2 * b,
+        dtype=dtype,
+        what=f"row {rc.i} after changing the other rows",
+        expected_name="row with the original neighbours",
+        formula="2·bounds.rmsnorm (both vs one golden)",
+    )
 
 
 @law("RMSNorm")
@@ -205,8 +242,9 @@ def rmsnorm_maps_zero_row_to_zeros(impl: Implementation, dtype: DType, device: s
 
 @law("RMSNorm")
 @given(data=st.data(), poison=st.sampled_from((float("nan"), float("inf"), -float("inf"))))
-def rmsnorm_confines_nonfinite_to_row(impl: Implementation, dtype: DType, device: str, data: Data,
-                                      poison: float) -> None:
+def rmsnorm_confines_nonfinite_to_row(
+    impl: Implementation, dtype: DType, device: str, data: Data, poison: float
+) -> None:
     """A NaN or ±inf in row i leaves every other row finite and within 2·bound of its clean result."""
     rc = data.draw(S.row_cases(dtype), label="case")
     note(rc)
@@ -218,8 +256,15 @@ def rmsnorm_confines_nonfinite_to_row(impl: Implementation, dtype: DType, device
     keep = np.arange(y.shape[0]) != rc.i
     assert_finite(torch.from_numpy(y[keep]), what=f"rows other than the poisoned row {rc.i}")
     b = _rows(torch.as_tensor(bound_rmsnorm(c.x, c.weight, c.eps, dtype).abs))
-    assert_close(y[keep], clean[keep], 2 * b[keep], dtype=dtype, what="other rows with a non-finite row present",
-                 expected_name="clean result", formula="2·bounds.rmsnorm")
+    assert_close(
+        y[keep],
+        clean[keep],
+        2 * b[keep],
+        dtype=dtype,
+        what="other rows with a non-finite row present",
+        expected_name="clean result",
+        formula="2·bounds.rmsnorm",
+    )
 
 
 @law("RMSNorm", dtypes=(torch.bfloat16,))
@@ -233,8 +278,15 @@ def rmsnorm_bf16_drift_from_fp32_is_bounded(impl: Implementation, dtype: DType, 
     y32 = rmsnorm_forward(impl, c.x.float(), c.weight.float(), c.eps, torch.float32, device)
     b16 = as_f64(torch.as_tensor(bound_rmsnorm(c.x, c.weight, c.eps, dtype).abs))
     b32 = as_f64(torch.as_tensor(bound_rmsnorm(c.x.float(), c.weight.float(), c.eps, torch.float32).abs))
-    drift = assert_close(y16, y32, b16 + b32, dtype=dtype, what="bf16 result vs fp32 result",
-                         expected_name="fp32 result", formula="b_bf16 + b_fp32 (bounds.rmsnorm)")
+    drift = assert_close(
+        y16,
+        y32,
+        b16 + b32,
+        dtype=dtype,
+        what="bf16 result vs fp32 result",
+        expected_name="fp32 result",
+        formula="b_bf16 + b_fp32 (bounds.rmsnorm)",
+    )
     measure("max drift (bf16 ULP)", drift)
 
 
@@ -248,8 +300,9 @@ def rmsnorm_gradients_match_golden(impl: Implementation, dtype: DType, device: s
     module = build_rmsnorm(impl, c.weight, c.eps, dtype, device)
     x = c.x.to(device).requires_grad_(True)
     weight = dict(module.named_parameters())["weight"]
-    dx, dw = backward(call(module, x, component="RMSNorm", grad=True), gc.grad_out.to(device), [x, weight],
-                      component="RMSNorm")
+    dx, dw = backward(
+        call(module, x, component="RMSNorm", grad=True), gc.grad_out.to(device), [x, weight], component="RMSNorm"
+    )
     if dx is None or dw is None:
         fail(f"RMSNorm backward gives no gradient for {'x' if dx is None else 'weight'}")
     gdx, gdw = golden_module().rmsnorm_vjp(c.x, c.weight, c.eps, gc.grad_out)
@@ -262,8 +315,9 @@ def rmsnorm_gradients_match_golden(impl: Implementation, dtype: DType, device: s
 @given(data=st.data())
 def rmsnorm_gradients_pass_gradcheck(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """In fp64 the backward pass agrees with finite differences (torch.autograd.gradcheck on x and γ)."""
-    c = data.draw(S.rmsnorm_cases(dtype, kinds=("normal", "mean_shifted", "outlier"), max_dim=32, max_rows=3),
-                  label="case")
+    c = data.draw(
+        S.rmsnorm_cases(dtype, kinds=("normal", "mean_shifted", "outlier"), max_dim=32, max_rows=3), label="case"
+    )
     note(c)
     module = build_rmsnorm(impl, c.weight, c.eps, dtype, device)
     x, w = c.x.to(device).requires_grad_(True), c.weight.to(device).requires_grad_(True)

@@ -36,8 +36,12 @@ PINS = S.SWIGLU_PINS
 NAMES = ("w_gate.weight", "w_up.weight", "w_down.weight")
 
 
-def _b(case: S.SwiGLUCase, dtype: torch.dtype, w_down: torch.Tensor | None = None, x: torch.Tensor | None = None,
-       ) -> np.ndarray:
+def _b(
+    case: S.SwiGLUCase,
+    dtype: torch.dtype,
+    w_down: torch.Tensor | None = None,
+    x: torch.Tensor | None = None,
+) -> np.ndarray:
     x = case.x if x is None else x
     wd = case.w_down if w_down is None else w_down
     return as_f64(torch.as_tensor(bound_swiglu(x, case.w_gate, case.w_up, wd, dtype).abs))
@@ -52,8 +56,9 @@ def swiglu_matches_golden(impl: Implementation, dtype: DType, device: str, data:
     c = data.draw(S.swiglu_cases(dtype), label="case")
     note(c)
     y = swiglu_forward(impl, c.x, c.params, dtype, device)
-    assert_matches_golden(y, golden_swiglu(c.x, c.w_gate, c.w_up, c.w_down),
-                          bound_swiglu(c.x, c.w_gate, c.w_up, c.w_down, dtype))
+    assert_matches_golden(
+        y, golden_swiglu(c.x, c.w_gate, c.w_up, c.w_down), bound_swiglu(c.x, c.w_gate, c.w_up, c.w_down, dtype)
+    )
 
 
 @law("SwiGLU")
@@ -108,8 +113,15 @@ def swiglu_is_invariant_to_hidden_permutation(impl: Implementation, dtype: DType
     y = swiglu_forward(impl, c.x, c.params, dtype, device)
     permuted = {"w_gate.weight": c.w_gate[perm], "w_up.weight": c.w_up[perm], "w_down.weight": c.w_down[:, perm]}
     yp = swiglu_forward(impl, c.x, permuted, dtype, device)
-    assert_close(yp, y, 2 * _b(c, dtype), dtype=dtype, what="y with permuted hidden units", expected_name="y",
-                 formula="2·bounds.swiglu")
+    assert_close(
+        yp,
+        y,
+        2 * _b(c, dtype),
+        dtype=dtype,
+        what="y with permuted hidden units",
+        expected_name="y",
+        formula="2·bounds.swiglu",
+    )
 
 
 @law("SwiGLU")
@@ -121,8 +133,15 @@ def swiglu_tokens_are_independent(impl: Implementation, dtype: DType, device: st
     c, D = tc.case, tc.case.x.shape[-1]
     y, y2 = (as_f64(swiglu_forward(impl, v, c.params, dtype, device)).reshape(-1, D)[tc.i] for v in (c.x, tc.other))
     b = _b(c, dtype).reshape(-1, D)[tc.i]
-    assert_close(y2, y, 2 * b, dtype=dtype, what=f"token {tc.i} after changing the others",
-                 expected_name="token with the original neighbours", formula="2·bounds.swiglu")
+    assert_close(
+        y2,
+        y,
+        2 * b,
+        dtype=dtype,
+        what=f"token {tc.i} after changing the others",
+        expected_name="token with the original neighbours",
+        formula="2·bounds.swiglu",
+    )
 
 
 @law("SwiGLU")
@@ -135,8 +154,9 @@ def swiglu_is_linear_in_w_down(impl: Implementation, dtype: DType, device: str, 
     note(c)
     w1 = S.linear_weight(*c.w_down.shape, dtype, seed, c.scale)
     w2 = (c.w_down.double() - w1.double()).to(dtype)
-    ys = [as_f64(swiglu_forward(impl, c.x, {**c.params, "w_down.weight": w}, dtype, device))
-          for w in (c.w_down, w1, w2)]
+    ys = [
+        as_f64(swiglu_forward(impl, c.x, {**c.params, "w_down.weight": w}, dtype, device)) for w in (c.w_down, w1, w2)
+    ]
     h = _hidden(c)  # silu(W_g x) ⊙ W_u x, exactly enough in fp64
     split = np.abs(h) @ np.abs(as_f64(c.w_down) - as_f64(w1) - as_f64(w2)).T  # W is rounded in w₂'s dtype
     allowed = _b(c, dtype) + _b(c, dtype, w1) + _b(c, dtype, w2) + split * (1 + 2.0**-40)
@@ -145,8 +165,15 @@ def swiglu_is_linear_in_w_down(impl: Implementation, dtype: DType, device: str, 
     keep &= np.all([np.abs(h @ as_f64(w).T) < big for w in (c.w_down, w1, w2)], axis=0)
     with np.errstate(invalid="ignore"):  # inf − inf outside ``keep``
         total = ys[1] + ys[2]
-    assert_close(ys[0][keep], total[keep], allowed[keep], dtype=dtype, what="f(W_down) vs f(W₁) + f(W₂)",
-                 expected_name="f(W₁)+f(W₂)", formula="b(W) + b(W₁) + b(W₂) + |h|·|W − W₁ − W₂|")
+    assert_close(
+        ys[0][keep],
+        total[keep],
+        allowed[keep],
+        dtype=dtype,
+        what="f(W_down) vs f(W₁) + f(W₂)",
+        expected_name="f(W₁)+f(W₂)",
+        formula="b(W) + b(W₁) + b(W₂) + |h|·|W − W₁ − W₂|",
+    )
 
 
 def _hidden(c: S.SwiGLUCase) -> np.ndarray:
@@ -189,8 +216,15 @@ def swiglu_bf16_drift_from_fp32_is_bounded(impl: Implementation, dtype: DType, d
     p32 = {k: v.float() for k, v in c.params.items()}
     y32 = swiglu_forward(impl, c.x.float(), p32, torch.float32, device)
     b32 = as_f64(torch.as_tensor(bound_swiglu(c.x.float(), *(p32[n] for n in NAMES), torch.float32).abs))
-    drift = assert_close(y16, y32, _b(c, dtype) + b32, dtype=dtype, what="bf16 result vs fp32 result",
-                         expected_name="fp32 result", formula="b_bf16 + b_fp32 (bounds.swiglu)")
+    drift = assert_close(
+        y16,
+        y32,
+        _b(c, dtype) + b32,
+        dtype=dtype,
+        what="bf16 result vs fp32 result",
+        expected_name="fp32 result",
+        formula="b_bf16 + b_fp32 (bounds.swiglu)",
+    )
     measure("max drift (bf16 ULP)", drift)
 
 
@@ -205,8 +239,12 @@ def swiglu_gradients_match_golden(impl: Implementation, dtype: DType, device: st
     module = build_swiglu(impl, c.params, dtype, device)
     x = c.x.to(device).requires_grad_(True)
     params = dict(module.named_parameters())
-    grads = backward(call(module, x, component="SwiGLU", grad=True), gc.grad_out.to(device),
-                     [x, *(params[n] for n in NAMES)], component="SwiGLU")
+    grads = backward(
+        call(module, x, component="SwiGLU", grad=True),
+        gc.grad_out.to(device),
+        [x, *(params[n] for n in NAMES)],
+        component="SwiGLU",
+    )
     gold = golden_module().swiglu_vjp(c.x, c.w_gate, c.w_up, c.w_down, gc.grad_out)
     bnds = swiglu_vjp_bounds(c.x, c.w_gate, c.w_up, c.w_down, gc.grad_out, tuple(g.hi for g in gold), dtype)
     for name, got, g, b in zip(("dx", "dW_gate", "dW_up", "dW_down"), grads, gold, bnds, strict=True):
@@ -234,8 +272,15 @@ def swiglu_gradients_pass_gradcheck(impl: Implementation, dtype: DType, device: 
 def swiglu_has_three_matrices_of_ffn_dim(impl: Implementation, dtype: DType, device: str) -> None:
     """SwiGLU(D, F) has exactly three bias-free matrices: w_gate, w_up (F, D) and w_down (D, F) — 3·D·F parameters."""
     for D, F in ((8, 24), (96, 256), (123, 328)):
-        module = build(impl, "SwiGLU", (D, F), {}, {n: torch.zeros(s) for n, s in
-                                                   zip(NAMES, ((F, D), (F, D), (D, F)), strict=True)}, dtype, device)
+        module = build(
+            impl,
+            "SwiGLU",
+            (D, F),
+            {},
+            {n: torch.zeros(s) for n, s in zip(NAMES, ((F, D), (F, D), (D, F)), strict=True)},
+            dtype,
+            device,
+        )
         shapes = {n: tuple(p.shape) for n, p in module.named_parameters()}
         count = sum(p.numel() for p in module.parameters())
         if count != 3 * D * F:

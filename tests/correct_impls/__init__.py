@@ -6,5 +6,9 @@
   silu(W_g x) and product are rounded separately, intermediates in the storage dtype.
 """
 
-CORRECT = ("nanolm_core", "tests.correct_impls.frms_norm", "tests.correct_impls.fp64_internal",
-           "tests.correct_impls.two_roundings")
+CORRECT = (
+    "nanolm_core",
+    "tests.correct_impls.frms_norm",
+    "tests.correct_impls.fp64_internal",
+    "tests.correct_impls.two_roundings",
+)

@@ -69,8 +69,9 @@ def _rms_conventions(dtype: torch.dtype, D: int):
     out = {
         "reference": reference,
         "torch_rms_norm": lambda x, w: F.rms_norm(x, (D,), w, EPS),
-        "fp64_rounded_once": lambda x, w: (x.double() / torch.sqrt(x.double().pow(2).mean(-1, keepdim=True) + EPS)
-                                           * w.double()).to(dtype),
+        "fp64_rounded_once": lambda x, w: (
+            x.double() / torch.sqrt(x.double().pow(2).mean(-1, keepdim=True) + EPS) * w.double()
+        ).to(dtype),
     }
     if dtype != torch.float64:  # HF computes in fp32 even for fp64 input: not an accepted fp64 convention
         out["hf_two_roundings"] = lambda x, w: _hf_llama_rmsnorm(x, w, EPS)
@@ -116,11 +117,19 @@ def _bf16_sequential_sum_of_squares(x: torch.Tensor, w: torch.Tensor) -> torch.T
 
 WRONG_RMS = {
     # name: (implementation, dtype, D, row scale)
-    "eps_outside_sqrt": (lambda x, w: (x.float() / (x.float().pow(2).mean(-1, keepdim=True).sqrt() + EPS)
-                                       * w.float()).to(x.dtype), torch.float32, 64, 1e-3),
+    "eps_outside_sqrt": (
+        lambda x, w: (x.float() / (x.float().pow(2).mean(-1, keepdim=True).sqrt() + EPS) * w.float()).to(x.dtype),
+        torch.float32,
+        64,
+        1e-3,
+    ),
     "bf16_accumulation": (_bf16_sequential_sum_of_squares, torch.bfloat16, 4096, 1.0),
-    "subtracts_the_mean": (lambda x, w: F.layer_norm(x.float(), (x.shape[-1],), w.float(), None, EPS).to(x.dtype),
-                           torch.bfloat16, 256, 1.0),
+    "subtracts_the_mean": (
+        lambda x, w: F.layer_norm(x.float(), (x.shape[-1],), w.float(), None, EPS).to(x.dtype),
+        torch.bfloat16,
+        256,
+        1.0,
+    ),
     "forgets_gamma": (lambda x, w: F.rms_norm(x, (x.shape[-1],), None, EPS), torch.bfloat16, 64, 1.0),
 }
 
@@ -160,8 +169,12 @@ def _swiglu_conventions(dtype: torch.dtype, D: int, Fh: int):
     def hf_llama_mlp(x, wg, wu, wd):  # LlamaMLP.forward: down_proj(act_fn(gate_proj(x)) * up_proj(x)) in t
         return F.linear(F.silu(F.linear(x, wg)) * F.linear(x, wu), wd)
 
-    return {"reference": reference, "fp32_rounded_once": fp32_once, "fp64_rounded_once": fp64_once,
-            "hf_llama_mlp": hf_llama_mlp}
+    return {
+        "reference": reference,
+        "fp32_rounded_once": fp32_once,
+        "fp64_rounded_once": fp64_once,
+        "hf_llama_mlp": hf_llama_mlp,
+    }
 
 
 def _swiglu_inputs(D: int, Fh: int, scale: float, seed: int, dtype: torch.dtype):
@@ -245,14 +258,30 @@ def _hf_decoder_layer(cfg: ModelConfig, sd: dict, dtype: torch.dtype):
     tr = pytest.importorskip("transformers")
     from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
 
-    lc = tr.LlamaConfig(hidden_size=cfg.dim, intermediate_size=cfg.ffn_dim, num_attention_heads=cfg.n_heads,
-                        num_key_value_heads=cfg.n_kv_heads, rms_norm_eps=cfg.norm_eps, rope_theta=cfg.rope_theta,
-                        max_position_embeddings=cfg.max_seq_len, attention_bias=False, mlp_bias=False)
+    lc = tr.LlamaConfig(
+        hidden_size=cfg.dim,
+        intermediate_size=cfg.ffn_dim,
+        num_attention_heads=cfg.n_heads,
+        num_key_value_heads=cfg.n_kv_heads,
+        rms_norm_eps=cfg.norm_eps,
+        rope_theta=cfg.rope_theta,
+        max_position_embeddings=cfg.max_seq_len,
+        attention_bias=False,
+        mlp_bias=False,
+    )
     lc._attn_implementation = "eager"
     layer = LlamaDecoderLayer(lc, 0)
-    names = {"attn_norm": "input_layernorm", "attn.wq": "self_attn.q_proj", "attn.wk": "self_attn.k_proj",
-             "attn.wv": "self_attn.v_proj", "attn.wo": "self_attn.o_proj", "ffn_norm": "post_attention_layernorm",
-             "ffn.w_gate": "mlp.gate_proj", "ffn.w_up": "mlp.up_proj", "ffn.w_down": "mlp.down_proj"}
+    names = {
+        "attn_norm": "input_layernorm",
+        "attn.wq": "self_attn.q_proj",
+        "attn.wk": "self_attn.k_proj",
+        "attn.wv": "self_attn.v_proj",
+        "attn.wo": "self_attn.o_proj",
+        "ffn_norm": "post_attention_layernorm",
+        "ffn.w_gate": "mlp.gate_proj",
+        "ffn.w_up": "mlp.up_proj",
+        "ffn.w_down": "mlp.down_proj",
+    }
     layer.load_state_dict({names[k.rsplit(".", 1)[0]] + ".weight": v for k, v in sd.items()})
     layer = layer.to(dtype)
     rope = LlamaRotaryEmbedding(lc)

@@ -32,8 +32,12 @@ def test_golden_verify_passes_on_the_packaged_corpus(capsys: pytest.CaptureFixtu
     assert "golden verify: OK" in out and "rmsnorm.json" in out and "mpmath 1.3" in out
 
 
-@pytest.mark.parametrize("case_id", [f"rmsnorm/{i}" for i in _case_ids("rmsnorm")]
-                         + [f"swiglu/{i}" for i in _case_ids("swiglu")] + [f"block/{i}" for i in _case_ids("block")])
+@pytest.mark.parametrize(
+    "case_id",
+    [f"rmsnorm/{i}" for i in _case_ids("rmsnorm")]
+    + [f"swiglu/{i}" for i in _case_ids("swiglu")]
+    + [f"block/{i}" for i in _case_ids("block")],
+)
 def test_stored_case_matches_the_engine(case_id: str, stored: dict[str, corpus.Case]) -> None:
     case = stored[case_id]
     fresh = corpus.recompute(case)
@@ -51,8 +55,12 @@ def test_the_corpus_covers_the_required_regimes(stored: dict[str, corpus.Case]) 
     assert all(1 < b["n_kv_heads"] < b["n_heads"] for b in blocks)
     assert all(c.inputs["x"].shape[1] >= 5 for c in stored.values() if c.family == "block")
     llama = stored["swiglu/llama7b-row-bfloat16"]
-    assert [s["shape"] for s in llama.record["inputs"].values()] == [[1, 4096], [11008, 4096], [11008, 4096],
-                                                                      [4096, 11008]]
+    assert [s["shape"] for s in llama.record["inputs"].values()] == [
+        [1, 4096],
+        [11008, 4096],
+        [11008, 4096],
+        [4096, 11008],
+    ]
     prov = json.loads((corpus.DATA_DIR / "rmsnorm.json").read_text())["provenance"]
     assert {"mpmath", "engine_prec_bits", "validation_prec_bits"} <= set(prov) and prov["engine_prec_bits"] >= 100
 
@@ -60,7 +68,13 @@ def test_the_corpus_covers_the_required_regimes(stored: dict[str, corpus.Case]) 
 def test_recipe_values_are_pinned() -> None:
     """The recipe turns PCG64 raw words into values by exact arithmetic: these numbers must never change."""
     assert corpus.recipe_values(1, [6], "bfloat16", 1.0).tolist() == [
-        0.041015625, 1.5625, -1.234375, 1.5546875, -0.65234375, -0.265625]
+        0.041015625,
+        1.5625,
+        -1.234375,
+        1.5546875,
+        -0.65234375,
+        -0.265625,
+    ]
 
 
 # ------------------------------------------------------------------------------- tamper detection
@@ -80,17 +94,18 @@ def test_a_modified_file_is_refused_naming_it(data_copy: Path, capsys: pytest.Ca
     p = data_copy / "rmsnorm.json"
     text = p.read_text()
     i = text.index('"decimal":["') + len('"decimal":["') + 3
-    p.write_text(text[:i] + ("7" if text[i] != "7" else "8") + text[i + 1:])
+    p.write_text(text[:i] + ("7" if text[i] != "7" else "8") + text[i + 1 :])
     err = _refused(data_copy, capsys)
     assert "rmsnorm.json" in err and "sha256" in err
 
 
-def test_a_modified_case_is_refused_even_with_a_fixed_manifest(data_copy: Path,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_modified_case_is_refused_even_with_a_fixed_manifest(
+    data_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     p = data_copy / "swiglu.json"
     text = p.read_text()
     i = text.index('"hex":["0x1.') + len('"hex":["0x1.')
-    p.write_text(text[:i] + ("f" if text[i] != "f" else "e") + text[i + 1:])
+    p.write_text(text[:i] + ("f" if text[i] != "f" else "e") + text[i + 1 :])
     corpus.write_manifest(data_copy, "tampered")
     err = _refused(data_copy, capsys)
     assert "swiglu.json" in err and "case" in err
@@ -133,8 +148,11 @@ def test_regen_reproduces_the_stored_block_family(tmp_path: Path, capsys: pytest
 def test_bench_reports_in_the_documented_format(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["golden", "bench", "--dim", "64", "--hidden", "160", "--slice", "4"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert re.fullmatch(r"golden-bench: swiglu D=64 F=160: [\d.]+ s; naive mpmath ~ [\d.]+ s; ratio \d+; "
-                        r"numpy fp64 [\d.]+ s", last), last
+    assert re.fullmatch(
+        r"golden-bench: swiglu D=64 F=160: [\d.]+ s; naive mpmath ~ [\d.]+ s; ratio \d+; "
+        r"numpy fp64 [\d.]+ s",
+        last,
+    ), last
 
 
 def test_corpus_goldens_are_usable_as_golden_objects(stored: dict[str, corpus.Case]) -> None:

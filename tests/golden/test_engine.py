@@ -52,20 +52,32 @@ def _cases():
         return torch.randn(*shape, generator=g, dtype=torch.float64) * scale + mean
 
     return {
-        "rmsnorm": lambda dt: golden.rmsnorm(r(3, 37, scale=1e-3, mean=5e-4).to(dt), r(37).to(dt), 1e-6,
-                                             validate="full"),
+        "rmsnorm": lambda dt: golden.rmsnorm(
+            r(3, 37, scale=1e-3, mean=5e-4).to(dt), r(37).to(dt), 1e-6, validate="full"
+        ),
         "rmsnorm_outlier": lambda dt: golden.rmsnorm(
-            torch.cat([r(1, 16), torch.tensor([[1e3] + [1e-3] * 15], dtype=torch.float64)]).to(dt), r(16).to(dt), 1e-5,
-            validate="full"),
-        "layernorm": lambda dt: golden.layernorm(r(2, 19, mean=30.0).to(dt), r(19).to(dt), r(19).to(dt), 1e-5,
-                                                 validate="full"),
-        "silu": lambda dt: golden.silu(torch.cat([r(64, scale=20.0), torch.tensor([0.0, -700.0, 80.0, 1e-30],
-                                                                                dtype=torch.float64)]).to(dt),
-                                       validate="full"),
-        "swiglu": lambda dt: golden.swiglu(r(3, 24, mean=0.5).to(dt), r(40, 24, scale=0.3).to(dt),
-                                           r(40, 24, scale=0.3).to(dt), r(24, 40, scale=0.2).to(dt), validate="full"),
-        "swiglu_one_row": lambda dt: golden.swiglu(r(24).to(dt), r(40, 24).to(dt), r(40, 24).to(dt), r(24, 40).to(dt),
-                                                   validate="full"),
+            torch.cat([r(1, 16), torch.tensor([[1e3] + [1e-3] * 15], dtype=torch.float64)]).to(dt),
+            r(16).to(dt),
+            1e-5,
+            validate="full",
+        ),
+        "layernorm": lambda dt: golden.layernorm(
+            r(2, 19, mean=30.0).to(dt), r(19).to(dt), r(19).to(dt), 1e-5, validate="full"
+        ),
+        "silu": lambda dt: golden.silu(
+            torch.cat([r(64, scale=20.0), torch.tensor([0.0, -700.0, 80.0, 1e-30], dtype=torch.float64)]).to(dt),
+            validate="full",
+        ),
+        "swiglu": lambda dt: golden.swiglu(
+            r(3, 24, mean=0.5).to(dt),
+            r(40, 24, scale=0.3).to(dt),
+            r(40, 24, scale=0.3).to(dt),
+            r(24, 40, scale=0.2).to(dt),
+            validate="full",
+        ),
+        "swiglu_one_row": lambda dt: golden.swiglu(
+            r(24).to(dt), r(40, 24).to(dt), r(40, 24).to(dt), r(24, 40).to(dt), validate="full"
+        ),
     }
 
 
@@ -173,8 +185,10 @@ def test_dd_exp_is_accurate_to_2_pow_minus_100() -> None:
     lo = z * 1e-17
     e = dd.exp(dd.DD(z, lo))
     c = _ctx(240)
-    worst = max(abs((c.mpf(h) + c.mpf(l)) / c.exp(c.mpf(a) + c.mpf(b)) - 1) for h, l, a, b in zip(e.hi, e.lo, z, lo,
-                                                                                                   strict=True))
+    worst = max(
+        abs((c.mpf(h) + c.mpf(l)) / c.exp(c.mpf(a) + c.mpf(b)) - 1)
+        for h, l, a, b in zip(e.hi, e.lo, z, lo, strict=True)
+    )
     assert worst <= c.mpf(2) ** -100
 
 
@@ -196,8 +210,14 @@ def test_inputs_are_not_mutated() -> None:
 
 def test_slow_evaluation_times_out_with_a_clear_error() -> None:
     with pytest.raises(golden.GoldenTimeoutError, match="time budget"):
-        golden.swiglu(torch.randn(4, 256), torch.randn(768, 256), torch.randn(768, 256), torch.randn(256, 768),
-                      method="mpmath", timeout=0.2)
+        golden.swiglu(
+            torch.randn(4, 256),
+            torch.randn(768, 256),
+            torch.randn(768, 256),
+            torch.randn(256, 768),
+            method="mpmath",
+            timeout=0.2,
+        )
 
 
 def test_a_wrong_dd_kernel_is_caught_by_self_validation(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -29,9 +29,13 @@ def test_ulp_matches_the_spacing_of_the_dtype(dtype: torch.dtype) -> None:
     else:
         g = torch.Generator().manual_seed(0)
         mags = 10.0 ** torch.randint(-30, 30, (2000,), generator=g)
-        v = torch.cat([torch.rand(2000, dtype=dtype, generator=g) * mags,
-                       torch.tensor([0.0, 1.0, 2.0, 0.5], dtype=dtype),
-                       torch.finfo(dtype).tiny * torch.rand(50, dtype=dtype, generator=g)])
+        v = torch.cat(
+            [
+                torch.rand(2000, dtype=dtype, generator=g) * mags,
+                torch.tensor([0.0, 1.0, 2.0, 0.5], dtype=dtype),
+                torch.finfo(dtype).tiny * torch.rand(50, dtype=dtype, generator=g),
+            ]
+        )
     v = v[torch.isfinite(v) & (v < torch.finfo(dtype).max)]
     step = (torch.nextafter(v, torch.tensor(float("inf"), dtype=dtype)) - v).double().numpy()
     assert np.array_equal(ulp.ulp(v.double().numpy(), dtype), step)
@@ -65,28 +69,34 @@ def test_ulp_error_counts_half_ulp_for_correct_rounding() -> None:
     assert np.all((e > 0.5) & (e < 1.5))
 
 
-@pytest.mark.parametrize(("actual", "gold", "want"), [
-    (float("nan"), float("nan"), 0.0),
-    (1.0, float("nan"), np.inf),
-    (float("nan"), 1.0, np.inf),
-    (float("inf"), 70000.0, 0.0),  # golden overflows fp16: inf is the correctly rounded answer
-    (float("inf"), 65504.0, np.inf),
-    (float("-inf"), 70000.0, np.inf),
-    (65504.0, 65504.0, 0.0),
-])
+@pytest.mark.parametrize(
+    ("actual", "gold", "want"),
+    [
+        (float("nan"), float("nan"), 0.0),
+        (1.0, float("nan"), np.inf),
+        (float("nan"), 1.0, np.inf),
+        (float("inf"), 70000.0, 0.0),  # golden overflows fp16: inf is the correctly rounded answer
+        (float("inf"), 65504.0, np.inf),
+        (float("-inf"), 70000.0, np.inf),
+        (65504.0, 65504.0, 0.0),
+    ],
+)
 def test_ulp_error_nonfinite_semantics(actual: float, gold: float, want: float) -> None:
     assert ulp.ulp_error(torch.tensor([actual], dtype=torch.float16), np.array([gold]))[0] == want
 
 
-@pytest.mark.parametrize(("actual", "gold", "want"), [
-    (0.0, 0.0, 0.0),
-    (float("nan"), float("nan"), 0.0),
-    (float("nan"), 1.0, np.inf),
-    (1.0, float("nan"), np.inf),
-    (2.0, 1.0, 1.0),
-    (float("inf"), float("inf"), 0.0),
-    (1.401298464324817e-45, 0.0, 1.0),  # normalised by the smallest subnormal of fp32
-])
+@pytest.mark.parametrize(
+    ("actual", "gold", "want"),
+    [
+        (0.0, 0.0, 0.0),
+        (float("nan"), float("nan"), 0.0),
+        (float("nan"), 1.0, np.inf),
+        (1.0, float("nan"), np.inf),
+        (2.0, 1.0, 1.0),
+        (float("inf"), float("inf"), 0.0),
+        (1.401298464324817e-45, 0.0, 1.0),  # normalised by the smallest subnormal of fp32
+    ],
+)
 def test_rel_error_is_xsref_extended(actual: float, gold: float, want: float) -> None:
     assert ulp.rel_error(torch.tensor([actual], dtype=torch.float32), np.array([gold]))[0] == want
 

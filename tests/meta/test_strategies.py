@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 
 from properties import strategies as S
 
-FIND = settings(max_examples=2000, database=None, deadline=None, suppress_health_check=list(HealthCheck),
-                derandomize=True)
+FIND = settings(
+    max_examples=2000, database=None, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True
+)
 DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
 
 
@@ -91,8 +92,10 @@ def test_drawn_values_are_exact_in_the_dtype(dtype):
     """Every value the strategies produce is a value of the dtype: nothing rounds after the draw."""
     x = reach(S.rows(dtype, 5), lambda r: True).x
     assert x.dtype == dtype
-    for v in (reach(S.exact_floats(dtype), lambda v: v != 0), reach(S.exact_floats(dtype), lambda v: abs(v) < 1e-30 or
-                                                                 abs(v) > 1e4)):
+    for v in (
+        reach(S.exact_floats(dtype), lambda v: v != 0),
+        reach(S.exact_floats(dtype), lambda v: abs(v) < 1e-30 or abs(v) > 1e4),
+    ):
         assert float(torch.tensor(v, dtype=torch.float64).to(dtype).double()) == v
 
 
@@ -211,8 +214,9 @@ def test_every_draw_in_the_strategies_is_labelled():
     import inspect
 
     tree = ast.parse(inspect.getsource(S))
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-             and n.func.id == "draw"]
+    calls = [
+        n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "draw"
+    ]
     unlabelled = [n.lineno for n in calls if not any(k.arg == "label" for k in n.keywords)]
     assert calls and not unlabelled, f"draw() without label= at lines {unlabelled}"
 
