@@ -3,8 +3,8 @@
 Fill in the bodies marked ``TODO`` in ``exercises/modules.py`` (RMSNorm, SwiGLU) and
 ``exercises/model.py`` (Block); every docstring gives the formula and the shapes. Then check:
 
-    NANOLM_IMPL=exercises pytest tests/test_modules.py -k "rmsnorm or swiglu" -v
-    NANOLM_IMPL=exercises pytest tests/test_modules.py -v          # the Block too
+    NANOLM_IMPL=exercises pytest tests/conformance/test_modules.py -k "rmsnorm or swiglu" -v
+    NANOLM_IMPL=exercises pytest tests/conformance/test_modules.py -v          # the Block too
     nanolm-verify check exercises                                  # every law, with ULP errors
 
 A part you have not written yet is reported "not implemented" (skipped), never as a crash. The

@@ -16,36 +16,11 @@ e ≥ e_min (fixed quantum below the normal range); signed zeros are kept.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 import torch
 
 from golden import dd
-
-
-class Format(NamedTuple):
-    """Binary floating-point format: precision p (bits, with the hidden bit), e_min, largest finite value."""
-
-    p: int
-    emin: int
-    max: float
-
-
-FORMATS: dict[torch.dtype, Format] = {
-    torch.float64: Format(53, -1022, float(np.finfo(np.float64).max)),
-    torch.float32: Format(24, -126, float(np.finfo(np.float32).max)),
-    torch.float16: Format(11, -14, 65504.0),
-    torch.bfloat16: Format(8, -126, float(torch.finfo(torch.bfloat16).max)),
-}
-
-
-def format_of(dtype: torch.dtype) -> Format:
-    """The :class:`Format` of a torch float dtype (ValueError for anything else)."""
-    try:
-        return FORMATS[dtype]
-    except KeyError:
-        raise ValueError(f"no rounding format for dtype {dtype}; expected one of {list(FORMATS)}") from None
+from golden.formats import fmt
 
 
 def round_to_grid(hi: np.ndarray, lo: np.ndarray | None, dtype: torch.dtype) -> np.ndarray:
@@ -60,10 +35,10 @@ def round_to_grid(hi: np.ndarray, lo: np.ndarray | None, dtype: torch.dtype) -> 
         lo = np.where(bad, 0.0, lo)
         if dtype == torch.float64:
             return np.where(bad, hi, hi + lo)  # IEEE addition rounds the exact sum hi + lo: correct rounding
-        fmt = format_of(dtype)
+        f = fmt(dtype)
         _, e2 = np.frexp(hi)  # hi = m·2^e2, m ∈ [0.5, 1) → ⌊log2|hi|⌋ = e2 − 1 (exact, unlike log2)
-        e = np.maximum(e2 - 1, fmt.emin)
-        shift = fmt.p - 1 - e  # hi·2^shift has p integer bits at most
+        e = np.maximum(e2 - 1, f.emin)
+        shift = f.p - 1 - e  # hi·2^shift has p integer bits at most
         scaled = np.ldexp(hi, shift)
         r = np.rint(scaled)
         frac = scaled - np.floor(scaled)
@@ -72,7 +47,7 @@ def round_to_grid(hi: np.ndarray, lo: np.ndarray | None, dtype: torch.dtype) -> 
         down = np.floor(scaled)
         r = np.where(tie & (lo > 0), up, np.where(tie & (lo < 0), down, r))
         out = np.ldexp(r, -shift)
-        out = np.where(np.abs(out) > fmt.max, np.copysign(np.inf, hi), out)
+        out = np.where(np.abs(out) > f.max, np.copysign(np.inf, hi), out)
         out = np.where(r == 0, np.copysign(0.0, hi), out)
         return np.where(bad, hi, out)
 

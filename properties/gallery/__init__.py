@@ -8,7 +8,7 @@ people make it, the real-world evidence and the law that catches it.
 ``PITFALLS`` maps a pitfall's name to ``Pitfall(module, law, dtype, title, pending)``: the import path
 of the wrong implementation, the id of the law in ``properties.registry.LAWS`` that catches it, the
 dtype it is demonstrated in, a one-line title, and — only for a known gap — why the ci profile cannot
-catch it yet. The kill matrix (tests/test_gallery.py, rendered in docs/gallery.md) checks that each
+catch it yet. The kill matrix (tests/commands/test_gallery.py, rendered in docs/gallery.md) checks that each
 law fails its pitfall and passes the reference.
 """
 

@@ -14,7 +14,7 @@ import torch
 
 import golden
 from golden import corpus
-from properties.cli import main
+from properties.entry.cli import main
 
 
 def _case_ids(family: str) -> list[str]:

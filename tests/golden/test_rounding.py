@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from golden.rounding import FORMATS, round_dd, round_to_grid
+from golden.formats import FORMATS, fmt
+from golden.rounding import round_dd, round_to_grid
 
 SIXTEEN = [torch.float16, torch.bfloat16]
 
@@ -61,10 +62,10 @@ def test_ties_are_decided_by_lo(dtype: torch.dtype, sign: float) -> None:
     assert np.array_equal(even, want_even)
 
 
-@pytest.mark.parametrize("dtype", list(FORMATS), ids=["fp64", "fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("dtype", [f.dtype for f in FORMATS], ids=[f.name for f in FORMATS])
 def test_overflow_threshold_is_max_plus_half_ulp(dtype: torch.dtype) -> None:
     mx = float(torch.finfo(dtype).max)
-    half_ulp = np.ldexp(1.0, int(np.frexp(mx)[1]) - 1 - FORMATS[dtype].p)
+    half_ulp = np.ldexp(1.0, int(np.frexp(mx)[1]) - 1 - fmt(dtype).p)
     if dtype == torch.float64:
         hi, lo = np.array([mx, mx, -mx]), np.array([half_ulp, half_ulp * (1 - 2.0**-20), -half_ulp])
         want = [np.inf, mx, -np.inf]
@@ -75,10 +76,10 @@ def test_overflow_threshold_is_max_plus_half_ulp(dtype: torch.dtype) -> None:
     assert np.array_equal(round_to_grid(hi, lo, dtype), np.array(want))
 
 
-@pytest.mark.parametrize("dtype", list(FORMATS), ids=["fp64", "fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("dtype", [f.dtype for f in FORMATS], ids=[f.name for f in FORMATS])
 def test_subnormals_round_on_the_fixed_quantum(dtype: torch.dtype) -> None:
-    fmt = FORMATS[dtype]
-    q = np.ldexp(1.0, fmt.emin - fmt.p + 1)  # subnormal spacing
+    f = fmt(dtype)
+    q = np.ldexp(1.0, f.emin - f.p + 1)  # subnormal spacing
     k = np.arange(0, 9, dtype=np.float64)
     if dtype == torch.float64:  # fp64 subnormals: hi is the value itself, lo = ±half a spacing is below fp64 range
         assert np.array_equal(round_to_grid(k * q, None, dtype), k * q)
@@ -111,12 +112,12 @@ def _fraction_round(x: Fraction, p: int, emin: int) -> Fraction:
 @pytest.mark.parametrize("seed", range(4))
 def test_near_ties_against_exact_fractions(dtype: torch.dtype, seed: int) -> None:
     rng = np.random.default_rng(seed)
-    fmt = FORMATS[dtype]
+    f = fmt(dtype)
     n = 300
     base = rng.standard_normal(n) * np.exp2(rng.integers(-60, 60, n))
     if dtype == torch.float32:
         base = base.astype(np.float32).astype(np.float64)
-        spacing = np.ldexp(1.0, np.frexp(base)[1] - fmt.p)
+        spacing = np.ldexp(1.0, np.frexp(base)[1] - f.p)
         hi = base + spacing / 2  # exact fp32 midpoint, representable in fp64
         lo = rng.choice([-1.0, 0.0, 1.0], n) * np.abs(hi) * 2.0 ** -rng.integers(54, 100, n)
     else:
@@ -124,5 +125,5 @@ def test_near_ties_against_exact_fractions(dtype: torch.dtype, seed: int) -> Non
         ulp = np.ldexp(1.0, np.frexp(base)[1] - 53)
         lo = rng.choice([-0.5, 0.5, -0.4999, 0.5001, 0.0], n) * ulp
     got = round_to_grid(hi, lo, dtype)
-    want = [float(_fraction_round(Fraction(h) + Fraction(lv), fmt.p, fmt.emin)) for h, lv in zip(hi, lo, strict=True)]
+    want = [float(_fraction_round(Fraction(h) + Fraction(lv), f.p, f.emin)) for h, lv in zip(hi, lo, strict=True)]
     assert np.array_equal(got, np.array(want))

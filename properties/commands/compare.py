@@ -1,0 +1,574 @@
+"""``nanolm-verify compare IMPL... --out DIR``: implementations side by side, as Markdown and a static HTML page.
+
+For every implementation × component × dtype × device the report gives: laws passed (of those run; expected
+failures counted apart), the max and p99 ULP error against golden over every law that measures it, the
+accuracy class of that max (``properties.bounds.accuracy_class``), batch invariance (``op(x[:k]) ==
+op(x)[:k]`` bitwise) and the worst input. Beside the numbers: each adapter's declared conventions, the
+comparisons whose accuracy class differs, and every failure with its message.
+
+Files written to DIR: ``report.md``, ``index.html`` (self-contained, no scripts) and ``results.json`` (every
+law record, expectations applied). Exit status: 0 when the report is written — findings are the report's
+content, not an error (use ``check`` to gate); 2 for a usage or import error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import html
+import json
+import math
+import platform
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from golden.formats import NAMES, fmt
+from nanolm_core import ModelConfig
+from properties import __version__
+from properties.numerics.bounds import accuracy_class as _accuracy_class
+from properties.running import expectations
+from properties.running.loading import COMPONENTS, Implementation, ImplementationError, load
+from properties.running.runner import run_check
+
+__all__ = ["Cell", "batch_invariance", "build_cells", "main", "register", "render_html", "render_markdown", "run"]
+
+DTYPES = NAMES
+_COUNTED = ("passed", "failed", "xfailed", "xpassed", "error")
+
+
+# ---------------------------------------------------------------------------------------------- measuring
+
+
+def accuracy_class(max_ulp: float | None) -> str:
+    """``bounds.accuracy_class`` (the suite's definition); "—" when nothing was measured."""
+    if max_ulp is None or (isinstance(max_ulp, float) and math.isnan(max_ulp)):
+        return "—"
+    return _accuracy_class(max_ulp)
+
+
+def batch_invariance(impl: Implementation, component: str, dtype: str, device: str, seed: int = 0) -> bool | None:
+    """Is ``op(x[:k]) == op(x)[:k]`` bitwise for k = 1, 3 (rows / sequences)? None if the component cannot run.
+
+    Random weights (gains around 1, matrices ~ 1/√fan_in) and inputs from a fixed generator; the batch is
+    16 rows (RMSNorm, SwiGLU; D = 64, F = 96) or 4 sequences of 8 tokens (Block, the ``tiny`` config).
+    """
+    config = ModelConfig(dim=64, n_heads=4, n_kv_heads=2, ffn_dim=96, max_seq_len=16)
+    args = {"RMSNorm": (64, 1e-6), "SwiGLU": (64, 96), "Block": (config,)}[component]
+    gen = torch.Generator().manual_seed(seed)
+    try:
+        module = impl.factory(component)(*args)
+        state = {}
+        for name, value in module.state_dict().items():
+            noise = torch.randn(value.shape, generator=gen, dtype=torch.float64)
+            state[name] = 1 + 0.5 * noise if value.dim() == 1 else noise / value.shape[-1] ** 0.5
+        module = module.to(device=device, dtype=fmt(dtype).dtype)
+        module.load_state_dict({k: v.to(device=device, dtype=fmt(dtype).dtype) for k, v in state.items()})
+        shape = (4, 8, 64) if component == "Block" else (16, 64)
+        x = (torch.randn(shape, generator=gen, dtype=torch.float64) + 0.5).to(device=device, dtype=fmt(dtype).dtype)
+        with torch.no_grad():
+            full = module(x)
+            return all(torch.equal(module(x[:k]), full[:k]) for k in (1, 3))
+    except Exception:  # not provided / cannot run here: the laws report why
+        return None
+
+
+# ---------------------------------------------------------------------------------------------- aggregating
+
+
+@dataclasses.dataclass
+class Cell:
+    """One implementation × component × dtype × device of the report."""
+
+    impl: str
+    component: str
+    dtype: str
+    device: str
+    counts: dict[str, int] = dataclasses.field(default_factory=dict)
+    max_ulp: float | None = None
+    p99_ulp: float | None = None
+    worst_law: str | None = None
+    worst_input: dict[str, Any] | None = None
+    batch_invariant: bool | None = None
+    batch_source: str = ""
+    problems: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)  # (law, status, message)
+    skip_reason: str = ""
+
+    @property
+    def run(self) -> int:
+        return sum(self.counts.get(s, 0) for s in _COUNTED)
+
+    @property
+    def passed(self) -> int:
+        return self.counts.get("passed", 0) + self.counts.get("xpassed", 0)
+
+    @property
+    def accuracy(self) -> str:
+        return accuracy_class(self.max_ulp)
+
+    @property
+    def laws_text(self) -> str:
+        if not self.run:
+            return "skipped"
+        text = f"{self.passed}/{self.run}"
+        extra = [f"{self.counts[s]} {s}" for s in ("xfailed", "xpassed", "error") if self.counts.get(s)]
+        return text + (f" ({', '.join(extra)})" if extra else "")
+
+    @property
+    def batch_text(self) -> str:
+        text = {True: "yes", False: "no", None: "—"}[self.batch_invariant]
+        probed = self.batch_source.startswith("probe") and self.batch_invariant is not None
+        return f"{text} (probe)" if probed else text
+
+
+def _num(value: Any) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(value) else value
+
+
+def build_cells(impl_name: str, results: Iterable[Any]) -> list[Cell]:
+    """Aggregate law results (LawResults or their JSON records) into cells, in component / dtype / device order."""
+    cells: dict[tuple[str, str, str], Cell] = {}
+    for r in results:
+        r = r if isinstance(r, dict) else r.to_json()
+        cell = cells.setdefault(
+            (r["component"], r["dtype"], r["device"]), Cell(impl_name, r["component"], r["dtype"], r["device"])
+        )
+        cell.counts[r["status"]] = cell.counts.get(r["status"], 0) + 1
+        if r["status"] == "skipped" and not cell.skip_reason:
+            cell.skip_reason = r.get("message", "")
+        if r["status"] in ("failed", "error", "xfailed", "xpassed"):
+            cell.problems.append((r["law_id"], r["status"], r.get("message", "")))
+        max_ulp, p99 = _num(r.get("max_ulp")), _num(r.get("p99_ulp"))
+        if max_ulp is not None and (cell.max_ulp is None or max_ulp > cell.max_ulp):
+            cell.max_ulp, cell.worst_law, cell.worst_input = max_ulp, r["law_id"], r.get("worst_input")
+        if p99 is not None:
+            cell.p99_ulp = p99 if cell.p99_ulp is None else max(cell.p99_ulp, p99)
+        if "batch" in r["law_id"] and r["status"] in ("passed", "failed", "xfailed", "xpassed"):
+            verdict = r["status"] in ("passed", "xpassed")
+            cell.batch_invariant = verdict if cell.batch_invariant is None else cell.batch_invariant and verdict
+            cell.batch_source = r["law_id"]
+    order = {c: i for i, c in enumerate(COMPONENTS)}
+    return sorted(
+        cells.values(),
+        key=lambda c: (order.get(c.component, 99), DTYPES.index(c.dtype) if c.dtype in DTYPES else 9, c.device),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- running
+
+
+def _run_laws(
+    impl: Implementation,
+    *,
+    profile: str,
+    devices: Sequence[str],
+    dtypes: Sequence[str] | None,
+    only: Sequence[str] | None,
+    seed: int | None,
+) -> list[Any]:
+    """The law results of one implementation: ``run_check`` (the same runner as ``check``)."""
+    return run_check(
+        impl,
+        profile=profile,
+        devices=list(devices),
+        only=list(only) if only else None,
+        dtypes=list(dtypes) if dtypes else None,
+        seed=seed,
+    )
+
+
+def run(
+    specs: Sequence[str],
+    *,
+    profile: str = "ci",
+    devices: Sequence[str] = ("cpu",),
+    dtypes: Sequence[str] | None = None,
+    only: Sequence[str] | None = None,
+    seed: int | None = None,
+    use_expectations: bool = True,
+    runner: Any = None,
+) -> dict[str, Any]:
+    """Run the laws for each implementation and aggregate: {"impls": [...], "cells": [...], "results": {...}}.
+
+    ``runner(impl, profile=, devices=, dtypes=, only=, seed=)`` defaults to the ``check`` runner (for tests).
+    """
+    runner = runner or _run_laws
+    impls, cells, raw = [], [], {}
+    for spec in specs:
+        impl = load(spec)  # ImplementationError → usage error
+        results = runner(impl, profile=profile, devices=devices, dtypes=dtypes, only=only, seed=seed)
+        if use_expectations:
+            results = expectations.apply(results, impl)
+        records = [r if isinstance(r, dict) else r.to_json() for r in results]
+        raw[spec] = records
+        impl_cells = build_cells(spec, records)
+        for cell in impl_cells:
+            if cell.batch_invariant is None and cell.run and not impl.skip_reason:
+                cell.batch_invariant = batch_invariance(impl, cell.component, cell.dtype, cell.device)
+                cell.batch_source = "probe: op(x[:k]) == op(x)[:k], k = 1, 3"
+        cells += impl_cells
+        impls.append(
+            {
+                "spec": spec,
+                "module": impl.module.__name__,
+                "provided": list(impl.provided),
+                "skip_reason": impl.skip_reason,
+                "conventions": {c: impl.convention(c) for c in impl.provided},
+            }
+        )
+    return {"impls": impls, "cells": cells, "results": raw, "meta": _meta(profile, devices, seed, specs)}
+
+
+def _meta(profile: str, devices: Sequence[str], seed: int | None, specs: Sequence[str]) -> dict[str, Any]:
+    versions = {"nanolm-verify": __version__, "torch": torch.__version__, "python": platform.python_version()}
+    try:
+        import transformers
+
+        versions["transformers"] = transformers.__version__
+    except ImportError:
+        pass
+    command = f"nanolm-verify compare {' '.join(specs)} --profile {profile} --device {','.join(devices)}"
+    return {
+        "profile": profile,
+        "devices": list(devices),
+        "seed": seed,
+        "versions": versions,
+        "platform": platform.platform(),
+        "date": datetime.date.today().isoformat(),
+        "command": command + (f" --seed {seed}" if seed is not None else ""),
+    }
+
+
+# ---------------------------------------------------------------------------------------------- rendering
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if math.isinf(value):
+        return "inf"
+    text = f"{value:.5g}"
+    shown = float(text)
+    if any(shown <= edge < value or value < edge <= shown for edge in (0.5, 1.0)):
+        text = f"{value:.17g}"  # e.g. 0.5000000000000042: not correctly rounded, and it must not read as 0.5
+    return text
+
+
+def _compact(worst: dict[str, Any] | None, limit: int = 90) -> str:
+    """A one-line description of an input: scalar fields as key=value, long lists by their length."""
+    if not worst:
+        return "—"
+    parts = []
+    for key, value in worst.items():
+        if isinstance(value, (list, tuple)):
+            value = f"[{len(value)} values]" if len(value) > 4 else value
+        parts.append(f"{key}={value}")
+    text = ", ".join(parts)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def highlights(cells: Sequence[Cell], conventions: dict[str, dict[str, dict[str, Any]]] | None = None) -> list[str]:
+    """Sentences for every component × dtype × device where the implementations' accuracy classes differ.
+
+    ``conventions`` ({impl: {component: CONVENTIONS entry}}) adds what the least accurate one declares.
+    """
+    groups: dict[tuple[str, str, str], list[Cell]] = {}
+    for cell in cells:
+        if cell.max_ulp is not None:
+            groups.setdefault((cell.component, cell.dtype, cell.device), []).append(cell)
+    lines = []
+    for (component, dtype, device), group in groups.items():
+        if len({c.accuracy for c in group}) > 1:
+            parts = "; ".join(
+                f"{c.impl}: {c.accuracy} (max {_fmt(c.max_ulp)}, p99 {_fmt(c.p99_ulp)} ULP)"
+                for c in sorted(group, key=lambda c: c.max_ulp)
+            )
+            worst = max(group, key=lambda c: c.max_ulp)
+            conv = (conventions or {}).get(worst.impl, {}).get(component, {})
+            declared = "; ".join(
+                f"{key.replace('_', ' ')}: {conv[key]}" for key in ("rounding", "compute_dtype") if key in conv
+            )
+            lines.append(
+                f"{component} {dtype} {device} — {parts}" + (f". {worst.impl} declares {declared}" if declared else "")
+            )
+    return lines
+
+
+def _declared(report: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    return {info["spec"]: info["conventions"] for info in report["impls"]}
+
+
+def _convention_rows(report: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    rows = []
+    for info in report["impls"]:
+        for component, conv in info["conventions"].items():
+            if not conv:
+                rows.append((info["spec"], component, "not declared (see the module's docstrings)", "—", "—"))
+                continue
+            weight = conv.get("weight_mapping") or (
+                f"offset {conv['weight_offset']}" if "weight_offset" in conv else "—"
+            )
+            rows.append((info["spec"], component, conv.get("rounding", "—"), conv.get("compute_dtype", "—"), weight))
+    return rows
+
+
+_HEADER = (
+    "implementation",
+    "dtype",
+    "device",
+    "laws passed",
+    "max ULP",
+    "p99 ULP",
+    "accuracy class",
+    "batch-invariant",
+    "worst input (law)",
+)
+
+
+def _row(cell: Cell) -> tuple[str, ...]:
+    worst = _compact(cell.worst_input) + (f" ({cell.worst_law.split('.', 1)[1]})" if cell.worst_law else "")
+    return (
+        cell.impl,
+        cell.dtype,
+        cell.device,
+        cell.laws_text,
+        _fmt(cell.max_ulp),
+        _fmt(cell.p99_ulp),
+        cell.accuracy,
+        cell.batch_text,
+        worst if cell.run else cell.skip_reason or "—",
+    )
+
+
+def _components(cells: Sequence[Cell]) -> list[str]:
+    return [c for c in COMPONENTS if any(cell.component == c for cell in cells)]
+
+
+def _md_escape(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The report as GitHub-flavoured Markdown."""
+    meta, cells = report["meta"], report["cells"]
+    out = [
+        "# Implementation comparison",
+        "",
+        f"Profile `{meta['profile']}`, devices {', '.join(meta['devices'])}, {meta['date']}; "
+        + ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
+        + ".",
+        "",
+        f"Reproduce: `{meta['command']}`",
+        "",
+        "ULP errors are against the golden (correctly rounded) value in the output dtype, maximised over every "
+        "law that measures it and every example drawn; *p99* is the largest per-example 99th percentile. "
+        "Accuracy class of the max: correctly rounded (≤ 0.5 ULP), faithful (< 1 ULP), else ≤ k ULP. "
+        "Batch-invariant: `op(x[:k]) == op(x)[:k]` bitwise, from a law where one exists, else measured here "
+        "(probe: 16 rows or 4 sequences, k = 1, 3).",
+        "",
+    ]
+    lines = highlights(cells, _declared(report))
+    if lines:
+        out += ["## Where the implementations differ", "", *[f"- {_md_escape(line)}" for line in lines], ""]
+    for component in _components(cells):
+        out += [f"## {component}", "", "| " + " | ".join(_HEADER) + " |", "|" + "---|" * len(_HEADER)]
+        for cell in (c for c in cells if c.component == component):
+            out.append("| " + " | ".join(_md_escape(v) for v in _row(cell)) + " |")
+        out.append("")
+    out += [
+        "## Declared conventions",
+        "",
+        "| implementation | component | rounding | compute dtype | weight |",
+        "|---|---|---|---|---|",
+    ]
+    out += ["| " + " | ".join(_md_escape(v) for v in row) + " |" for row in _convention_rows(report)]
+    out.append("")
+    problems = [(c, p) for c in cells for p in c.problems]
+    out += ["## Failures and expected failures", ""]
+    if not problems:
+        out += ["None: every law that ran passed.", ""]
+    for cell, (law_id, status, message) in problems:
+        out += [
+            f"- **{cell.impl}** `{law_id}` {cell.dtype} {cell.device}: **{status}**",
+            "",
+            "  ```",
+            *[f"  {line}" for line in message.strip().splitlines()[:12]],
+            "  ```",
+            "",
+        ]
+    return "\n".join(out).rstrip() + "\n"
+
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1300px;color:#1d2433;
+padding:0 1em}h1{font-size:1.6em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #d6dbe4}
+.meta{color:#5b6475}code,td.num,pre{font-family:ui-monospace,"SF Mono",Menlo,Consolas,monospace}
+table{border-collapse:collapse;width:100%;margin:.6em 0}th,td{padding:5px 9px;border-bottom:1px solid #e3e7ee;
+text-align:left;vertical-align:top}th{background:#f3f5f9;font-weight:600;position:sticky;top:0}
+td.num{text-align:right;white-space:nowrap}tr.first td{border-top:2px solid #c9d0dc}
+.cls{display:inline-block;padding:1px 8px;border-radius:10px;font-size:.9em;white-space:nowrap}
+.cr{background:#dcf5e3;color:#11602c}.faithful{background:#e1f0fb;color:#0b4f7c}.kulp{background:#fdf0d5;color:#7a4b00}
+.none{color:#8a93a3}.bad{background:#fde2e1;color:#9b1c1c}.ok{color:#11602c}.no{color:#9b1c1c;font-weight:600}
+.worst{font-size:.85em;color:#3c4557;max-width:380px}ul.hl li{margin:.3em 0}details{margin:.4em 0}
+pre{background:#f6f8fa;padding:.7em;overflow-x:auto;font-size:.85em;white-space:pre-wrap}
+"""
+
+
+_BATCH_HTML = {True: '<span class="ok">yes</span>', False: '<span class="no">no</span>', None: "—"}
+
+
+def _class_badge(cell: Cell) -> str:
+    text = cell.accuracy
+    css = {"correctly rounded": "cr", "faithful": "faithful", "—": "none"}.get(text, "kulp")
+    return f'<span class="cls {css}">{html.escape(text)}</span>'
+
+
+def _laws_cell(cell: Cell) -> str:
+    text = html.escape(cell.laws_text)
+    bad = cell.counts.get("failed", 0) or cell.counts.get("error", 0)
+    return f'<span class="cls bad">{text}</span>' if bad else text
+
+
+def render_html(report: dict[str, Any]) -> str:
+    """The report as one static, self-contained HTML page (inline CSS, no scripts)."""
+    meta, cells = report["meta"], report["cells"]
+    e = html.escape
+    out = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        "<title>nanolm-verify — implementation comparison</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>Implementation comparison</h1>",
+        f'<p class="meta">Profile <code>{e(meta["profile"])}</code> · devices {e(", ".join(meta["devices"]))} · '
+        f"{e(meta['date'])} · "
+        + " · ".join(f"{e(k)} {e(str(v))}" for k, v in meta["versions"].items())
+        + f"<br>Reproduce: <code>{e(meta['command'])}</code></p>",
+        "<p>ULP errors are against the golden (correctly rounded) value in the output dtype, maximised over every "
+        "law that measures it and every example drawn; <em>p99</em> is the largest per-example 99th percentile. "
+        "Accuracy class of the max: correctly rounded (≤ 0.5 ULP), faithful (&lt; 1 ULP), else ≤ k ULP. "
+        "Batch-invariant: <code>op(x[:k]) == op(x)[:k]</code> bitwise, from a law where one exists, else measured "
+        "here (probe: 16 rows or 4 sequences, k = 1, 3).</p>",
+    ]
+    lines = highlights(cells, _declared(report))
+    if lines:
+        out += [
+            "<h2>Where the implementations differ</h2>",
+            '<ul class="hl">',
+            *[f"<li>{e(line)}</li>" for line in lines],
+            "</ul>",
+        ]
+    for component in _components(cells):
+        out += [
+            f"<h2>{e(component)}</h2>",
+            "<table><thead><tr>",
+            *[f"<th>{e(h)}</th>" for h in _HEADER],
+            "</tr></thead><tbody>",
+        ]
+        previous = None
+        for cell in (c for c in cells if c.component == component):
+            row = _row(cell)
+            first = ' class="first"' if previous is not None and cell.impl != previous else ""
+            previous = cell.impl
+            batch = _BATCH_HTML[cell.batch_invariant]
+            if row[7].endswith("(probe)"):
+                batch += ' <span class="none" title="measured by compare, no law covers it">(probe)</span>'
+            worst_json = e(json.dumps(cell.worst_input, indent=1)) if cell.worst_input else ""
+            worst = (
+                f"<details><summary>{e(row[8])}</summary><pre>{worst_json}</pre></details>" if worst_json else e(row[8])
+            )
+            out.append(
+                f"<tr{first}><td><b>{e(row[0])}</b></td><td>{e(row[1])}</td><td>{e(row[2])}</td>"
+                f"<td>{_laws_cell(cell)}</td><td class=num>{row[4]}</td><td class=num>{row[5]}</td>"
+                f"<td>{_class_badge(cell)}</td><td>{batch}</td><td class=worst>{worst}</td></tr>"
+            )
+        out.append("</tbody></table>")
+    out += [
+        "<h2>Declared conventions</h2>",
+        "<table><thead><tr><th>implementation</th><th>component</th>"
+        "<th>rounding</th><th>compute dtype</th><th>weight</th></tr></thead><tbody>",
+    ]
+    out += ["<tr>" + "".join(f"<td>{e(str(v))}</td>" for v in row) + "</tr>" for row in _convention_rows(report)]
+    out += ["</tbody></table>", "<h2>Failures and expected failures</h2>"]
+    problems = [(c, p) for c in cells for p in c.problems]
+    if not problems:
+        out.append("<p>None: every law that ran passed.</p>")
+    for cell, (law_id, status, message) in problems:
+        out.append(
+            f"<details><summary><b>{e(cell.impl)}</b> <code>{e(law_id)}</code> {e(cell.dtype)} "
+            f"{e(cell.device)}: <b>{e(status)}</b></summary><pre>{e(message.strip())}</pre></details>"
+        )
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def write(report: dict[str, Any], out: str | Path) -> list[Path]:
+    """Write report.md, index.html and results.json into ``out``; returns the paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "report.md", out / "index.html", out / "results.json"]
+    paths[0].write_text(render_markdown(report), encoding="utf-8")
+    paths[1].write_text(render_html(report), encoding="utf-8")
+    data = {
+        "schema": "nanolm-verify/compare/1",
+        "meta": report["meta"],
+        "impls": report["impls"],
+        "cells": [dataclasses.asdict(c) | {"accuracy_class": c.accuracy} for c in report["cells"]],
+        "results": report["results"],
+    }
+    paths[2].write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
+    return paths
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+
+
+def _split(values: Sequence[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def main(args: argparse.Namespace) -> int:
+    """``compare`` subcommand: 0 when the report is written, 2 on a usage or import error."""
+    try:
+        report = run(
+            args.impls,
+            profile=args.profile,
+            devices=_split(args.device) or ["cpu"],
+            dtypes=_split(args.dtype),
+            only=_split(args.only),
+            seed=args.seed,
+            use_expectations=not args.no_expectations,
+        )
+    except (ImplementationError, expectations.ExpectationError, ValueError) as exc:
+        print(f"nanolm-verify compare: {exc}", file=sys.stderr)
+        return 2
+    paths = write(report, args.out)
+    for line in highlights(report["cells"], _declared(report)):
+        print(line)
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``compare`` subcommand to the ``nanolm-verify`` parser."""
+    p = subparsers.add_parser(
+        "compare", help="compare implementations side by side (Markdown + HTML)", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument("impls", nargs="+", metavar="IMPL", help="implementations: module, .py path or adapter id")
+    p.add_argument("--out", required=True, help="directory for report.md, index.html, results.json")
+    p.add_argument("--profile", default="ci", help="Hypothesis profile: ci (default), dev, thorough")
+    p.add_argument("--device", action="append", help="cpu (default) and/or cuda; repeat or comma-separate")
+    p.add_argument("--dtype", action="append", help="dtypes to run (fp64, fp32, fp16, bf16); default all")
+    p.add_argument("--only", action="append", help="law ids or components to run; default all")
+    p.add_argument("--seed", type=int, default=None, help="seed for random profiles")
+    p.add_argument("--no-expectations", action="store_true", help="ignore the expectation files")
+    p.set_defaults(func=main)

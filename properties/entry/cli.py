@@ -1,0 +1,49 @@
+"""The ``nanolm-verify`` command: one parser, subcommands contributed by the modules that own them.
+
+Each module in SUBCOMMANDS defines ``register(subparsers)`` adding its parser with ``set_defaults(func=...)``;
+``func(args) -> int`` is the exit status (0 passed, 1 a check failed, 2 usage or import error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from properties import __version__
+
+SUBCOMMANDS = (
+    "properties.commands.check",  # check IMPL: run the laws, print the verdict, write the JSON report
+    "properties.commands.compare",  # compare IMPL...: side-by-side Markdown + HTML
+    "properties.commands.teach",  # pitfalls [NAME]: the gallery, explained
+    "properties.commands.plots",  # plot ...: the docs' figures
+    "golden.cli",  # golden verify|regen|bench
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="nanolm-verify", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"nanolm-verify {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if not name.startswith(exc.name or "?"):  # a real missing dependency inside an existing module
+                raise
+            continue
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""The run-time context of a law: what is being checked, where, under which profile, and what was measured.
+
+The runner (``properties.running.runner``) opens a :class:`LawContext` around one law × dtype × device run;
+the assertion helpers and strategies below it read it through :func:`current` and record into it
+(:func:`describe`, :func:`record_error`, :func:`measure`, :func:`count_examples`). Outside a run every
+function here is a no-op, so a law can also be called directly.
+
+Failures carry a *cause* — the reason a result failed, which the proof-of-power tests check:
+
+    law        the law's own assertion (:class:`LawFailure`, raised by ``assertions.fail``)
+    contract   the subject cannot be built, moved, loaded or called per the contract, or returns something
+               that is not an output of the contract's shape, dtype and device (:class:`ContractFailure`)
+    crash      an exception inside the subject's code (:class:`SubjectCrash`)
+    timeout    the subject ran past the per-law time limit (set by the runner)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import math
+import unittest
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from golden.formats import fmt
+
+__all__ = [
+    "CAUSES",
+    "ContractFailure",
+    "LawContext",
+    "LawFailure",
+    "NotApplicable",
+    "Recorder",
+    "StubNotImplemented",
+    "SubjectCrash",
+    "count_examples",
+    "current",
+    "describe",
+    "jsonable",
+    "measure",
+    "open_context",
+    "record_error",
+]
+
+CAUSES = ("law", "contract", "crash", "timeout")
+
+
+class LawFailure(AssertionError):
+    """The law does not hold (cause "law")."""
+
+    cause = "law"
+
+
+class ContractFailure(LawFailure):
+    """The subject cannot be built, loaded, moved or called per the contract (cause "contract")."""
+
+    cause = "contract"
+
+
+class SubjectCrash(LawFailure):
+    """An exception raised inside the subject's own code (cause "crash")."""
+
+    cause = "crash"
+
+
+class StubNotImplemented(unittest.SkipTest):
+    """The implementation raised NotImplementedError (an exercise stub): skipped, never shrunk."""
+
+
+class NotApplicable(unittest.SkipTest):
+    """The law does not apply to this implementation / dtype / device (skipped with the reason)."""
+
+
+@dataclasses.dataclass
+class Recorder:
+    """What the assertion helpers saw over all examples of one run."""
+
+    examples: int = 0
+    first_failure: int | None = None
+    max_ulp: float | None = None
+    p99_ulp: float | None = None
+    worst_input: dict[str, Any] | None = None
+    failing_input: dict[str, Any] | None = None
+    current_input: dict[str, Any] = dataclasses.field(default_factory=dict)
+    measurements: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def begin_example(self) -> None:
+        self.examples += 1
+        self.current_input = {}
+
+    def fail_example(self) -> None:
+        if self.first_failure is None:
+            self.first_failure = self.examples
+        self.failing_input = dict(self.current_input)
+
+
+@dataclasses.dataclass
+class LawContext:
+    """One law × dtype × device run in progress: set by the runner, read by assertions and strategies."""
+
+    law_id: str
+    component: str
+    dtype: torch.dtype
+    device: str
+    profile: str
+    slow: bool  # the profile draws the slow (large-size) tier
+    seed: int | None
+    repro: str  # one command line that reproduces this run
+    recorder: Recorder = dataclasses.field(default_factory=Recorder)
+
+    @property
+    def dtype_name(self) -> str:
+        return fmt(self.dtype).name
+
+    def regime(self, **extra: Any) -> str:
+        """ "[RMSNorm, bf16, D=123, cpu, rows: eps-dominated]" from the context and the current input."""
+        fields = {**self.recorder.current_input, **extra}
+        parts = [self.component, self.dtype_name]
+        parts += [f"{k}={v}" for k, v in fields.items() if k in ("D", "F", "shape", "config")]
+        parts.append(self.device)
+        parts += [f"{k}: {v}" for k, v in fields.items() if k not in ("D", "F", "shape", "config")]
+        return "[" + ", ".join(parts) + "]"
+
+
+_CONTEXT: contextvars.ContextVar[LawContext | None] = contextvars.ContextVar("nanolm_law", default=None)
+
+
+def current() -> LawContext | None:
+    """The law run in progress (None when a law function is called outside a run)."""
+    return _CONTEXT.get()
+
+
+@contextlib.contextmanager
+def open_context(ctx: LawContext) -> Iterator[LawContext]:
+    """Make ``ctx`` the current run for the duration of the block."""
+    token = _CONTEXT.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _CONTEXT.reset(token)
+
+
+def describe(**fields: Any) -> None:
+    """Describe the current example's input (shape, D, regime …): used in messages and as worst_input."""
+    ctx = _CONTEXT.get()
+    if ctx is not None:
+        ctx.recorder.current_input.update({k: jsonable(v) for k, v in fields.items()})
+
+
+def record_error(max_ulp: float, p99_ulp: float | None = None, **where: Any) -> None:
+    """Record one comparison's ULP error; the run keeps the maximum and the input that produced it."""
+    ctx = _CONTEXT.get()
+    if ctx is None or max_ulp is None or math.isnan(max_ulp):
+        return
+    rec = ctx.recorder
+    if rec.max_ulp is None or max_ulp > rec.max_ulp:
+        rec.max_ulp = float(max_ulp)
+        rec.worst_input = {**rec.current_input, **{k: jsonable(v) for k, v in where.items()}}
+    if p99_ulp is not None and not math.isnan(p99_ulp):
+        rec.p99_ulp = float(p99_ulp) if rec.p99_ulp is None else max(rec.p99_ulp, float(p99_ulp))
+
+
+def count_examples(n: int) -> None:
+    """Add ``n`` checked examples (laws that enumerate their inputs instead of drawing them)."""
+    ctx = _CONTEXT.get()
+    if ctx is not None:
+        ctx.recorder.examples += n
+
+
+def measure(name: str, value: Any) -> None:
+    """Record a named measurement (reported, not judged), e.g. gradient-norm ratios or batch variance."""
+    ctx = _CONTEXT.get()
+    if ctx is not None:
+        ctx.recorder.measurements[name] = jsonable(value)
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-able rendering: non-finite floats as strings, small tensors as lists, dtypes by name."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, (str, int, bool)) or value is None:
+        return value
+    if isinstance(value, torch.dtype):
+        try:
+            return fmt(value).name
+        except ValueError:
+            return str(value)
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().double().tolist() if value.numel() <= 64 else f"tensor{tuple(value.shape)}"
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    return str(value)

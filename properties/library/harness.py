@@ -1,0 +1,176 @@
+"""Building and calling the implementation under test per the contract; its failures become law failures.
+
+Modules are constructed with the contract's signature, moved with ``.to(device=, dtype=)``, given their
+weights with ``load_state_dict(strict=True)`` under the contract's names and put in eval mode. What the
+implementation raises is attributed (``context`` causes): while being built, moved or loaded → ``contract``;
+while running forward or backward → ``crash``; ``NotImplementedError`` (an exercise stub) skips the law.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from hypothesis import event
+from torch import nn
+from torch.autograd.gradcheck import GradcheckError
+
+from properties.library import context
+from properties.library.assertions import assert_output_contract, fail
+from properties.library.context import StubNotImplemented
+from properties.library.subject import Implementation
+
+__all__ = [
+    "backward",
+    "block_forward",
+    "build",
+    "build_block",
+    "build_rmsnorm",
+    "build_swiglu",
+    "call",
+    "gradcheck",
+    "note",
+    "rmsnorm_forward",
+    "swiglu_forward",
+]
+
+
+def guard(step: str, fn: Callable[[], Any], cause: str) -> Any:
+    """fn(); an exception it raises is a failure of ``cause`` naming ``step`` (NotImplementedError: skipped)."""
+    __tracebackhide__ = True
+    try:
+        return fn()
+    except NotImplementedError as exc:
+        raise StubNotImplemented(f"not implemented: {step} raised NotImplementedError: {exc}") from None
+    except (AssertionError, StubNotImplemented):
+        raise
+    except Exception as exc:
+        fail(f"{step} raised {type(exc).__name__}: {exc}", cause)
+
+
+def build(
+    impl: Implementation,
+    component: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    state: dict[str, torch.Tensor],
+    dtype: torch.dtype,
+    device: str,
+) -> nn.Module:
+    """Construct ``component(*args, **kwargs)``, move it to (device, dtype), load ``state`` strictly."""
+    __tracebackhide__ = True
+    factory = impl.factory(component)  # NotProvided → skipped by the runner
+    sig = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+    module = guard(f"{component}({sig})", lambda: factory(*args, **kwargs), "contract")
+    if not isinstance(module, nn.Module):
+        fail(f"{component}({sig}) returned {type(module).__name__}, not a torch.nn.Module", "contract")
+    step = f"{component}.to(device={device!r}, dtype={dtype})"
+    module = guard(step, lambda: module.to(device=device, dtype=dtype), "contract")
+    state = {k: v.to(device=device, dtype=dtype) for k, v in state.items()}
+    step = f"{component}.load_state_dict(strict=True) with keys {sorted(state)}"
+    guard(step, lambda: module.load_state_dict(state, strict=True), "contract")
+    return module.eval()  # inference numerics: no dropout (the contract's forward has none)
+
+
+def build_rmsnorm(impl: Implementation, weight: torch.Tensor, eps: float, dtype: torch.dtype, device: str) -> nn.Module:
+    """RMSNorm(D, eps=eps) with ``weight`` loaded."""
+    return build(impl, "RMSNorm", (weight.shape[-1],), {"eps": eps}, {"weight": weight}, dtype, device)
+
+
+def build_swiglu(impl: Implementation, params: dict[str, torch.Tensor], dtype: torch.dtype, device: str) -> nn.Module:
+    """SwiGLU(D, F) with w_gate / w_up / w_down loaded (``params`` keyed "w_gate.weight", …)."""
+    F, D = params["w_gate.weight"].shape
+    return build(impl, "SwiGLU", (D, F), {}, params, dtype, device)
+
+
+def build_block(
+    impl: Implementation, config: Any, params: dict[str, torch.Tensor], dtype: torch.dtype, device: str
+) -> nn.Module:
+    """Block(config) with the contract's state_dict loaded."""
+    return build(impl, "Block", (config,), {}, params, dtype, device)
+
+
+def call(module: nn.Module, x: torch.Tensor, *, component: str = "", grad: bool = False) -> torch.Tensor:
+    """module(x) (under no_grad unless ``grad``); what it raises is a crash of the implementation, stubs skip."""
+    __tracebackhide__ = True
+    name = component or type(module).__name__
+
+    def run() -> Any:
+        with torch.set_grad_enabled(grad):
+            return module(x)
+
+    y = guard(f"{name}.forward(x of shape {tuple(x.shape)}, {x.dtype}, {x.device.type})", run, "crash")
+    if not isinstance(y, torch.Tensor):
+        fail(f"{name}.forward returned {type(y).__name__}, not a torch.Tensor", "contract")
+    return y
+
+
+def backward(y: torch.Tensor, grad_out: torch.Tensor, inputs: list[torch.Tensor], *, component: str) -> list[Any]:
+    """torch.autograd.grad of y against ``inputs`` with cotangent ``grad_out`` (None where unused)."""
+    __tracebackhide__ = True
+    if not y.requires_grad:
+        fail(f"{component}: output does not require grad (the graph to the inputs was cut)")
+    grads = guard(
+        f"{component} backward", lambda: list(torch.autograd.grad(y, inputs, grad_out, allow_unused=True)), "crash"
+    )
+    return grads
+
+
+def note(case: Any) -> None:
+    """Describe the drawn case for messages and the report, and label its regimes as Hypothesis events."""
+    info = case.describe()
+    context.describe(**info)
+    for key in ("rows", "gamma", "config"):
+        if key in info:
+            event(f"{key}: {info[key]}")
+
+
+def _checked(y: torch.Tensor, x: torch.Tensor, dtype: torch.dtype, device: str, component: str) -> torch.Tensor:
+    __tracebackhide__ = True
+    assert_output_contract(y, shape=tuple(x.shape), dtype=dtype, device=device, what=f"{component} output")
+    return y
+
+
+def rmsnorm_forward(
+    impl: Implementation, x: torch.Tensor, weight: torch.Tensor, eps: float, dtype: torch.dtype, device: str
+) -> torch.Tensor:
+    """y = impl.RMSNorm(D, eps)(x) with ``weight`` loaded; y must keep x's shape, dtype and device."""
+    __tracebackhide__ = True
+    y = call(build_rmsnorm(impl, weight, eps, dtype, device), x.to(device), component="RMSNorm")
+    return _checked(y, x, dtype, device, "RMSNorm")
+
+
+def swiglu_forward(
+    impl: Implementation, x: torch.Tensor, params: dict[str, torch.Tensor], dtype: torch.dtype, device: str
+) -> torch.Tensor:
+    """y = impl.SwiGLU(D, F)(x) with ``params`` loaded; y must keep x's shape, dtype and device."""
+    __tracebackhide__ = True
+    y = call(build_swiglu(impl, params, dtype, device), x.to(device), component="SwiGLU")
+    return _checked(y, x, dtype, device, "SwiGLU")
+
+
+def block_forward(
+    impl: Implementation, x: torch.Tensor, config: Any, params: dict[str, torch.Tensor], dtype: torch.dtype, device: str
+) -> torch.Tensor:
+    """y = impl.Block(config)(x) with ``params`` loaded; y must keep x's shape, dtype and device."""
+    __tracebackhide__ = True
+    y = call(build_block(impl, config, params, dtype, device), x.to(device), component="Block")
+    return _checked(y, x, dtype, device, "Block")
+
+
+def gradcheck(fn: Callable[..., torch.Tensor], inputs: tuple[torch.Tensor, ...], *, component: str) -> None:
+    """torch.autograd.gradcheck (fp64, finite differences); a mismatch is the implementation's failure."""
+    __tracebackhide__ = True
+    try:
+        ok = torch.autograd.gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, fast_mode=True, raise_exception=True)
+    except NotImplementedError as exc:
+        raise StubNotImplemented(f"not implemented: {component} backward: {exc}") from None
+    except GradcheckError as exc:
+        fail(f"{component}: fp64 gradcheck failed (analytical ≠ numerical Jacobian): {str(exc)[:800]}")
+    except AssertionError:
+        raise
+    except Exception as exc:
+        fail(f"{component}: forward or backward raised {type(exc).__name__}: {exc}", "crash")
+    if not ok:
+        fail(f"{component}: fp64 gradcheck failed")

@@ -1,0 +1,249 @@
+"""Laws of the pre-norm Block: h = x + attn(RMSNorm₁(x)), out = h + SwiGLU(RMSNorm₂(h)), x of shape (B, T, D).
+
+attn is causal grouped-query attention with rotate-half RoPE (DESIGN). Derivative laws compare against the
+fp64 derivative of the reference block (nanolm_core) on the same weights; their bound is twice the error of
+the reference computed in the same dtype (the flash-attention oracle) plus 8(D+F+T)·u of the result's scale
+(in fp64 the reference *is* the oracle: only the second term remains, with u floored at the oracle's own 2^-40).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import nanolm_core
+from properties.library import strategies as S
+from properties.library.assertions import (
+    as_f64,
+    assert_bitwise_equal,
+    assert_close,
+    assert_matches_golden,
+    assert_unchanged,
+)
+from properties.library.assertions import fail as _fail
+from properties.library.context import count_examples, measure
+from properties.library.harness import backward, block_forward, build_block, call, gradcheck, note
+from properties.library.oracle import bounds_module, golden_module, unit_roundoff
+from properties.library.subject import Implementation
+from properties.library.table import law
+
+DType = torch.dtype
+Data = st.DataObject
+
+
+ZEROED = ("attn.wo.weight", "ffn.w_down.weight")
+# A backward pass through a block crosses ≤ 8 sequential sub-layers (norm, q/k/v, RoPE, scores, softmax, p·v,
+# W_o, the FFN), each accumulating ≤ D + F + T rounded terms: the (D+F+T)·u term of the derivative laws is ×8.
+SUBLAYERS = 8
+# The derivative oracle is the fp64 reference itself, so in fp64 it cannot vouch for more than its own accuracy:
+# κ·u_64 with κ up to 2^13 (attention with large logits, cancelling norm derivatives) — u is floored at 2^-40.
+ORACLE_U = 2.0**-40
+
+
+def _u(dtype: torch.dtype) -> float:
+    return max(unit_roundoff(dtype), ORACLE_U)
+
+
+@law("Block", cost=2)
+@given(data=st.data())
+@example(data=S.BLOCK_PINS["GQA H=4 G=2"])
+def block_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """|out − golden| ≤ bounds.block elementwise for the pre-norm block (GQA with G = 1, G = H and 1 < G < H)."""
+    c = data.draw(S.block_cases(dtype, max_dim=32, max_tokens=4), label="case")
+    note(c)
+    y = block_forward(impl, c.x, c.config, c.params, dtype, device)
+    assert_matches_golden(
+        y, golden_module().block(c.x, c.params, c.config), bounds_module().block(c.x, c.params, c.config, dtype)
+    )
+
+
+@law("Block")
+@given(data=st.data())
+def block_is_identity_when_branches_are_zeroed(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """With attn.wo = 0 and ffn.w_down = 0 the block is the identity: out = x bitwise and ∂out/∂x = I exactly."""
+    c = data.draw(S.block_cases(dtype), label="case")
+    note(c)
+    params = {k: torch.zeros_like(v) if k in ZEROED else v for k, v in c.params.items()}
+    module = build_block(impl, c.config, params, dtype, device)
+    x = c.x.to(device).requires_grad_(True)
+    y = call(module, x, component="Block", grad=True)
+    assert_bitwise_equal(y.detach(), c.x, what="out with zeroed branches", why="out = x + 0 + 0")
+    v = S.cotangent(tuple(c.x.shape), dtype, 0).to(device)
+    (dx,) = backward(y, v, [x], component="Block")
+    assert_bitwise_equal(dx, v, what="vᵀ·∂out/∂x with zeroed branches", why="the Jacobian is exactly I")
+
+
+def _vjp(module: torch.nn.Module, x: torch.Tensor, v: torch.Tensor, component: str = "Block") -> torch.Tensor:
+    x = x.detach().clone().requires_grad_(True)
+    (dx,) = backward(call(module, x, component=component, grad=True), v, [x], component=component)
+    if dx is None:
+        _fail(f"{component}: out does not depend on x in autograd (no gradient)")
+    return dx
+
+
+def _reference(
+    config: nanolm_core.ModelConfig, params: dict[str, torch.Tensor], dtype: torch.dtype, cls: type = nanolm_core.Block
+) -> torch.nn.Module:
+    module = cls(config).to(dtype=dtype)
+    module.load_state_dict({k: v.to(dtype) for k, v in params.items()}, strict=True)
+    return module
+
+
+@law("Block", cost=2)
+@given(data=st.data())
+def block_jacobian_is_identity_plus_branch(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """vᵀ∂out/∂x = vᵀ(I + J_branch) matches the fp64 derivative within 2·(reference error) + 8(D+F+T)·u·‖vᵀJ‖∞."""
+    c = data.draw(S.block_cases(dtype, max_dim=32, max_tokens=4), label="case")
+    note(c)
+    v = S.cotangent(tuple(c.x.shape), dtype, 1)
+    got = as_f64(_vjp(build_block(impl, c.config, c.params, dtype, device), c.x.to(device), v.to(device)))
+    exact = as_f64(_vjp(_reference(c.config, c.params, torch.float64), c.x.double(), v.double()))
+    ref = as_f64(_vjp(_reference(c.config, c.params, dtype), c.x, v))
+    n = SUBLAYERS * (c.config.dim + c.config.ffn_dim + c.x.shape[1])
+    allowed = 2 * np.abs(ref - exact).max() + n * _u(dtype) * np.abs(exact).max()
+    assert_close(
+        got,
+        exact,
+        allowed,
+        dtype=dtype,
+        what="vᵀ∂out/∂x",
+        expected_name="fp64 derivative",
+        formula="2·max|ref_dtype − fp64| + 8(D+F+T)·max(u, 2^-40)·max|vᵀJ|",
+    )
+
+
+@law("Block")
+@given(data=st.data())
+def block_is_causal(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """Changing tokens t, t+1, … leaves the outputs of tokens 0 … t−1 bitwise unchanged."""
+    cc = data.draw(S.causal_cases(dtype), label="case")
+    note(cc)
+    c = cc.case
+    y, y2 = (block_forward(impl, v, c.config, c.params, dtype, device) for v in (c.x, cc.other))
+    assert_bitwise_equal(
+        y2[:, : cc.t], y[:, : cc.t], what=f"outputs of tokens < {cc.t}", why=f"tokens ≥ {cc.t} changed"
+    )
+
+
+@law("Block")
+@given(data=st.data())
+def block_preserves_shape_dtype_device(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """out has x's shape (B, T, D), dtype and device."""
+    c = data.draw(S.block_cases(dtype), label="case")
+    note(c)
+    block_forward(impl, c.x, c.config, c.params, dtype, device)
+
+
+@law("Block")
+@given(data=st.data())
+def block_does_not_modify_input(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """The call leaves x and every weight bitwise unchanged."""
+    c = data.draw(S.block_cases(dtype), label="case")
+    note(c)
+    module, x = build_block(impl, c.config, c.params, dtype, device), c.x.to(device)
+    before = x.clone()
+    call(module, x, component="Block")
+    assert_unchanged(before, x, what="input x")
+    params = dict(module.named_parameters())
+    for name, value in c.params.items():
+        assert_unchanged(value.to(device), params[name], what=name)
+
+
+@law("Block", dtypes=(torch.float64,))
+@given(data=st.data())
+def block_gradients_pass_gradcheck(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """In fp64 the backward pass (x and every weight) agrees with finite differences (gradcheck)."""
+    c = data.draw(S.block_cases(dtype, max_dim=16, max_tokens=3), label="case")
+    note(c)
+    module = build_block(impl, c.config, c.params, dtype, device)
+    names = list(c.params)
+    inputs = (c.x.to(device).requires_grad_(True), *(c.params[n].to(device).requires_grad_(True) for n in names))
+
+    def f(x: torch.Tensor, *weights: torch.Tensor) -> torch.Tensor:
+        return torch.func.functional_call(module, dict(zip(names, weights, strict=True)), (x,))
+
+    gradcheck(f, inputs, component="Block")
+
+
+DEPTH = 4
+
+
+def _ratio(blocks: list[torch.nn.Module], x: torch.Tensor, v: torch.Tensor) -> float:
+    """‖vᵀ ∂(stack(x))/∂x‖ / ‖v‖ through the blocks applied in order."""
+    return float(_vjp(torch.nn.Sequential(*blocks), x, v, "Block stack").double().norm() / v.double().norm())
+
+
+@law("Block", cost=2)
+@given(data=st.data())
+def block_preserves_gradient_through_depth(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """Through L = 4 stacked blocks (rms(x) = 4, small branches) ‖vᵀ∂out/∂x‖/‖v‖ matches the fp64 pre-norm
+    reference (the identity path keeps it ≈ 1; post-norm rescales it at every layer — measured)."""
+    c = data.draw(S.block_cases(dtype, max_dim=32, max_tokens=3), label="case")
+    seeds = data.draw(st.lists(st.integers(0, 2**32), min_size=DEPTH, max_size=DEPTH), label="layer seeds")
+    note(c)
+    layers = [S.block_params(c.config, dtype, s, scale=2.0**-3) for s in seeds]
+    x = (c.x.double() * 4 / c.x.double().square().mean().sqrt().clamp_min(1e-3)).to(dtype)  # rms(x) = 4
+    v = S.cotangent(tuple(c.x.shape), dtype, 2)
+    got = _ratio([build_block(impl, c.config, p, dtype, device) for p in layers], x.to(device), v.to(device))
+    exact, ref, post = (
+        _ratio([_reference(c.config, p, t, cls) for p in layers], x.to(t), v.to(t))
+        for t, cls in (
+            (torch.float64, nanolm_core.Block),
+            (dtype, nanolm_core.Block),
+            (torch.float64, nanolm_core.PostNormBlock),
+        )
+    )
+    measure("gradient norm ratio (impl, pre-norm fp64, post-norm fp64)", [got, exact, post])
+    n = DEPTH * SUBLAYERS * (c.config.dim + c.config.ffn_dim + x.shape[1])
+    assert_close(
+        np.array([got]),
+        np.array([exact]),
+        2 * abs(ref - exact) + n * _u(dtype) * exact,
+        what=f"‖vᵀ∂out/∂x‖/‖v‖ through {DEPTH} blocks",
+        expected_name="fp64 pre-norm",
+        formula="2·|ref_dtype − fp64| + 8L(D+F+T)·max(u, 2^-40)·ratio",
+    )
+
+
+# Llama-shaped configs where 256-rounding keeps F ≠ 4D (D = 64 would hide F = 4D: 256 = 4·64).
+PARAM_CONFIGS = (
+    nanolm_core.ModelConfig(dim=96, n_heads=4, n_kv_heads=2),  # F = 256 ≠ 384
+    nanolm_core.ModelConfig(dim=48, n_heads=6, n_kv_heads=3, ffn_dim=40),  # explicit F, 1 < G < H
+    nanolm_core.ModelConfig(dim=4096, n_heads=32, n_kv_heads=32, max_seq_len=4096),  # Llama-7B: F = 11008
+    nanolm_core.ModelConfig(dim=4096, n_heads=32, n_kv_heads=8, ffn_dim=14336),  # Llama-3-8B
+)
+
+
+def llama_block_parameters(config: nanolm_core.ModelConfig) -> int:
+    """2D + D·H·K + 2·D·G·K + H·K·D + 3·D·F."""
+    D, H, G, K, F = config.dim, config.n_heads, config.n_kv_heads, config.head_dim, config.ffn_dim
+    return 2 * D + D * H * K + 2 * D * G * K + H * K * D + 3 * D * F
+
+
+@law("Block", dtypes=(torch.float32,))
+def block_has_llama_parameter_count(impl: Implementation, dtype: DType, device: str) -> None:
+    """Block(config) has 2D + D·H·K + 2·D·G·K + H·K·D + 3·D·F parameters, F = config.ffn_dim (D=4096 → 11008)."""
+    for config in PARAM_CONFIGS:
+        factory = impl.factory("Block")
+        try:
+            with torch.device("meta"):  # Llama-sized shapes without allocating them
+                module = factory(config)
+        except NotImplementedError:
+            raise
+        except Exception:
+            if config.dim > 512:
+                continue  # cannot be built on the meta device; the small configs still count
+            module = factory(config)
+        count = sum(p.numel() for p in module.parameters())
+        if count != llama_block_parameters(config):
+            shapes = {n: tuple(p.shape) for n, p in module.named_parameters()}
+            _fail(
+                f"Block parameter count {count:,} ≠ 2D + D·H·K + 2·D·G·K + H·K·D + 3·D·F = "
+                f"{llama_block_parameters(config):,} for {dataclasses.replace(config)} (F = {config.ffn_dim}); "
+                f"shapes {shapes}"
+            )
+        count_examples(1)

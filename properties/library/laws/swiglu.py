@@ -1,0 +1,294 @@
+"""Laws of SwiGLU: y = W_down(silu(W_gate x) ⊙ W_up x), silu(z) = z·σ(z); W_gate, W_up (F, D), W_down (D, F).
+
+Bounds come from properties.bounds (forward) and from running error analysis (laws._oracle: backward, the
+elementwise gate). nn.Linear is not batch-invariant, so token independence is checked within the bound.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from golden import dd
+from properties.library import strategies as S
+from properties.library.assertions import (
+    as_f64,
+    assert_bitwise_equal,
+    assert_close,
+    assert_matches_golden,
+    assert_unchanged,
+)
+from properties.library.assertions import fail as _fail
+from properties.library.context import count_examples, measure
+from properties.library.harness import backward, build, build_swiglu, call, gradcheck, note, swiglu_forward
+from properties.library.oracle import (
+    DerivedBound,
+    bound_swiglu,
+    golden_module,
+    golden_swiglu,
+    silu_gate_bound,
+    swiglu_vjp_bounds,
+)
+from properties.library.subject import Implementation
+from properties.library.table import law
+
+DType = torch.dtype
+Data = st.DataObject
+
+
+PINS = S.SWIGLU_PINS
+NAMES = ("w_gate.weight", "w_up.weight", "w_down.weight")
+
+
+def _b(
+    case: S.SwiGLUCase,
+    dtype: torch.dtype,
+    w_down: torch.Tensor | None = None,
+    x: torch.Tensor | None = None,
+) -> np.ndarray:
+    x = case.x if x is None else x
+    wd = case.w_down if w_down is None else w_down
+    return as_f64(torch.as_tensor(bound_swiglu(x, case.w_gate, case.w_up, wd, dtype).abs))
+
+
+@law("SwiGLU", cost=2)
+@given(data=st.data())
+@example(data=PINS["zero token"])
+@example(data=PINS["large negative gate"])
+def swiglu_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """|y − golden| ≤ bounds.swiglu elementwise for y = W_down(silu(W_gate x) ⊙ W_up x) (ULP error measured)."""
+    c = data.draw(S.swiglu_cases(dtype), label="case")
+    note(c)
+    y = swiglu_forward(impl, c.x, c.params, dtype, device)
+    assert_matches_golden(
+        y, golden_swiglu(c.x, c.w_gate, c.w_up, c.w_down), bound_swiglu(c.x, c.w_gate, c.w_up, c.w_down, dtype)
+    )
+
+
+@law("SwiGLU")
+@given(data=st.data())
+def swiglu_maps_zero_to_zero(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """SwiGLU(0) = 0 exactly for any weights: silu(0)·0 = 0 (no bias, no offset)."""
+    c = data.draw(S.swiglu_cases(dtype, max_dim=64), label="case")
+    note(c)
+    y = swiglu_forward(impl, torch.zeros_like(c.x), c.params, dtype, device)
+    assert_bitwise_equal(y, torch.zeros_like(c.x), what="SwiGLU(0)")
+
+
+class _G:
+    """A double-double golden (hi, lo), as golden.Golden."""
+
+    def __init__(self, hi: np.ndarray, lo: np.ndarray) -> None:
+        self.hi, self.lo = hi, lo
+
+
+@functools.lru_cache(maxsize=4)
+def _silu_gate_golden(dtype: torch.dtype) -> tuple[torch.Tensor, _G, DerivedBound]:
+    """All finite values of a 16-bit dtype as an (N, 1) tensor, golden silu(x)·x and its bound.
+
+    D = F = 1: one value per token, so an overflowing product (inf) cannot meet a zero weight (0·inf = NaN).
+    """
+    x = S.all_finite_values(dtype).reshape(-1, 1)
+    s = golden_module().silu(x)
+    xf = as_f64(x)
+    prod = dd.mul_d(dd.DD(np.asarray(s.hi), np.asarray(s.lo)), xf)
+    return x, _G(np.asarray(prod.hi), np.asarray(prod.lo)), silu_gate_bound(xf, np.asarray(prod.hi), dtype)
+
+
+@law("SwiGLU", dtypes=(torch.bfloat16, torch.float16))
+def swiglu_is_elementwise_silu_gate(impl: Implementation, dtype: DType, device: str) -> None:
+    """With identity weights (F = D = 1), y = silu(x)·x for every finite bf16 / fp16 value x (exhaustive)."""
+    x, gold, bound = _silu_gate_golden(dtype)
+    eye = torch.eye(x.shape[-1], dtype=dtype)
+    y = swiglu_forward(impl, x, dict.fromkeys(NAMES, eye), dtype, device)
+    count_examples(x.numel())
+    assert_matches_golden(y, gold, bound, what="silu(x)·x")
+
+
+@law("SwiGLU")
+@given(data=st.data())
+def swiglu_is_invariant_to_hidden_permutation(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """Permuting the F hidden units (rows of W_gate, W_up and columns of W_down alike) leaves y unchanged (2·bound)."""
+    c = data.draw(S.swiglu_cases(dtype, max_dim=128), label="case")
+    perm = torch.tensor(data.draw(st.permutations(range(c.w_gate.shape[0])), label="hidden permutation"))
+    note(c)
+    y = swiglu_forward(impl, c.x, c.params, dtype, device)
+    permuted = {"w_gate.weight": c.w_gate[perm], "w_up.weight": c.w_up[perm], "w_down.weight": c.w_down[:, perm]}
+    yp = swiglu_forward(impl, c.x, permuted, dtype, device)
+    assert_close(
+        yp,
+        y,
+        2 * _b(c, dtype),
+        dtype=dtype,
+        what="y with permuted hidden units",
+        expected_name="y",
+        formula="2·bounds.swiglu",
+    )
+
+
+@law("SwiGLU")
+@given(data=st.data())
+def swiglu_tokens_are_independent(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """Token i's output depends only on token i: redrawing every other token moves y_i by at most 2·bound."""
+    tc = data.draw(S.swiglu_token_cases(dtype), label="case")
+    note(tc)
+    c, D = tc.case, tc.case.x.shape[-1]
+    y, y2 = (as_f64(swiglu_forward(impl, v, c.params, dtype, device)).reshape(-1, D)[tc.i] for v in (c.x, tc.other))
+    b = _b(c, dtype).reshape(-1, D)[tc.i]
+    assert_close(
+        y2,
+        y,
+        2 * b,
+        dtype=dtype,
+        what=f"token {tc.i} after changing the others",
+        expected_name="token with the original neighbours",
+        formula="2·bounds.swiglu",
+    )
+
+
+@law("SwiGLU")
+@given(data=st.data())
+def swiglu_is_linear_in_w_down(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """f(W₁ + W₂) = f(W₁) + f(W₂) in W_down: |f(W) − f(W₁) − f(W₂)| ≤ b(W) + b(W₁) + b(W₂) + |h|·|W − (W₁+W₂)|
+    (on outputs whose exact values, and hidden units, stay below half the dtype's range)."""
+    c = data.draw(S.swiglu_cases(dtype, max_dim=128), label="case")
+    seed = data.draw(st.integers(0, 2**32), label="split seed")
+    note(c)
+    w1 = S.linear_weight(*c.w_down.shape, dtype, seed, c.scale)
+    w2 = (c.w_down.double() - w1.double()).to(dtype)
+    ys = [
+        as_f64(swiglu_forward(impl, c.x, {**c.params, "w_down.weight": w}, dtype, device)) for w in (c.w_down, w1, w2)
+    ]
+    h = _hidden(c)  # silu(W_g x) ⊙ W_u x, exactly enough in fp64
+    split = np.abs(h) @ np.abs(as_f64(c.w_down) - as_f64(w1) - as_f64(w2)).T  # W is rounded in w₂'s dtype
+    allowed = _b(c, dtype) + _b(c, dtype, w1) + _b(c, dtype, w2) + split * (1 + 2.0**-40)
+    big = torch.finfo(dtype).max / 2  # outputs or hidden units that may overflow the dtype are not compared
+    keep = np.isfinite(allowed) & (np.abs(h).max(axis=-1, keepdims=True) < big)
+    keep &= np.all([np.abs(h @ as_f64(w).T) < big for w in (c.w_down, w1, w2)], axis=0)
+    with np.errstate(invalid="ignore"):  # inf − inf outside ``keep``
+        total = ys[1] + ys[2]
+    assert_close(
+        ys[0][keep],
+        total[keep],
+        allowed[keep],
+        dtype=dtype,
+        what="f(W_down) vs f(W₁) + f(W₂)",
+        expected_name="f(W₁)+f(W₂)",
+        formula="b(W) + b(W₁) + b(W₂) + |h|·|W − W₁ − W₂|",
+    )
+
+
+def _hidden(c: S.SwiGLUCase) -> np.ndarray:
+    x, wg, wu = as_f64(c.x), as_f64(c.w_gate), as_f64(c.w_up)
+    a = x @ wg.T
+    return a / (1 + np.exp(-np.clip(a, -700, 700))) * (x @ wu.T)
+
+
+@law("SwiGLU")
+@given(data=st.data())
+def swiglu_preserves_shape_dtype_device(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """y has x's shape (..., D) — 1-D, 2-D and 3-D x — and x's dtype and device."""
+    c = data.draw(S.swiglu_cases(dtype, max_dim=64), label="case")
+    note(c)
+    swiglu_forward(impl, c.x, c.params, dtype, device)
+
+
+@law("SwiGLU")
+@given(data=st.data())
+def swiglu_does_not_modify_input(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """The call leaves x and the three weight matrices bitwise unchanged."""
+    c = data.draw(S.swiglu_cases(dtype, max_dim=64), label="case")
+    note(c)
+    module, x = build_swiglu(impl, c.params, dtype, device), c.x.to(device)
+    before = x.clone()
+    call(module, x, component="SwiGLU")
+    assert_unchanged(before, x, what="input x")
+    params = dict(module.named_parameters())
+    for name in NAMES:
+        assert_unchanged(c.params[name].to(device), params[name], what=name)
+
+
+@law("SwiGLU", dtypes=(torch.bfloat16,))
+@given(data=st.data())
+def swiglu_bf16_drift_from_fp32_is_bounded(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """On the same bf16 inputs and weights, |f_bf16 − f_fp32| ≤ b_bf16 + b_fp32 (both against one golden)."""
+    c = data.draw(S.swiglu_cases(dtype), label="case")
+    note(c)
+    y16 = swiglu_forward(impl, c.x, c.params, dtype, device)
+    p32 = {k: v.float() for k, v in c.params.items()}
+    y32 = swiglu_forward(impl, c.x.float(), p32, torch.float32, device)
+    b32 = as_f64(torch.as_tensor(bound_swiglu(c.x.float(), *(p32[n] for n in NAMES), torch.float32).abs))
+    drift = assert_close(
+        y16,
+        y32,
+        _b(c, dtype) + b32,
+        dtype=dtype,
+        what="bf16 result vs fp32 result",
+        expected_name="fp32 result",
+        formula="b_bf16 + b_fp32 (bounds.swiglu)",
+    )
+    measure("max drift (bf16 ULP)", drift)
+
+
+@law("SwiGLU", cost=2)
+@given(data=st.data())
+def swiglu_gradients_match_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """The backward pass (dx, dW_gate, dW_up, dW_down for a random cotangent) matches golden.swiglu_vjp within a
+    running-error bound."""
+    gc = data.draw(S.swiglu_grad_cases(dtype), label="case")
+    note(gc)
+    c = gc.case
+    module = build_swiglu(impl, c.params, dtype, device)
+    x = c.x.to(device).requires_grad_(True)
+    params = dict(module.named_parameters())
+    grads = backward(
+        call(module, x, component="SwiGLU", grad=True),
+        gc.grad_out.to(device),
+        [x, *(params[n] for n in NAMES)],
+        component="SwiGLU",
+    )
+    gold = golden_module().swiglu_vjp(c.x, c.w_gate, c.w_up, c.w_down, gc.grad_out)
+    bnds = swiglu_vjp_bounds(c.x, c.w_gate, c.w_up, c.w_down, gc.grad_out, tuple(g.hi for g in gold), dtype)
+    for name, got, g, b in zip(("dx", "dW_gate", "dW_up", "dW_down"), grads, gold, bnds, strict=True):
+        if got is None:
+            _fail(f"SwiGLU backward gives no gradient {name}")
+        assert_matches_golden(got, g, b, what=name, record=False)
+
+
+@law("SwiGLU", dtypes=(torch.float64,))
+@given(data=st.data())
+def swiglu_gradients_pass_gradcheck(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """In fp64 the backward pass agrees with finite differences (gradcheck on x and the three weights)."""
+    c = data.draw(S.swiglu_cases(dtype, max_dim=16, max_rows=2, kinds=("normal", "mean_shifted")), label="case")
+    note(c)
+    module = build_swiglu(impl, c.params, dtype, device)
+    inputs = tuple(t.to(device).requires_grad_(True) for t in (c.x, c.w_gate, c.w_up, c.w_down))
+
+    def f(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, wd: torch.Tensor) -> torch.Tensor:
+        return torch.func.functional_call(module, dict(zip(NAMES, (wg, wu, wd), strict=True)), (x,))
+
+    gradcheck(f, inputs, component="SwiGLU")
+
+
+@law("SwiGLU", dtypes=(torch.float32,))
+def swiglu_has_three_matrices_of_ffn_dim(impl: Implementation, dtype: DType, device: str) -> None:
+    """SwiGLU(D, F) has exactly three bias-free matrices: w_gate, w_up (F, D) and w_down (D, F) — 3·D·F parameters."""
+    for D, F in ((8, 24), (96, 256), (123, 328)):
+        module = build(
+            impl,
+            "SwiGLU",
+            (D, F),
+            {},
+            {n: torch.zeros(s) for n, s in zip(NAMES, ((F, D), (F, D), (D, F)), strict=True)},
+            dtype,
+            device,
+        )
+        shapes = {n: tuple(p.shape) for n, p in module.named_parameters()}
+        count = sum(p.numel() for p in module.parameters())
+        if count != 3 * D * F:
+            _fail(f"SwiGLU({D}, {F}) has {count} parameters ≠ 3·D·F = {3 * D * F}; parameters: {shapes}")
+        count_examples(1)

@@ -1,0 +1,738 @@
+"""Hypothesis strategies for the laws: dtypes, exact low-precision values, shapes, rows by regime, weights, configs.
+
+Every value is drawn *exactly representable* in the dtype under test, so the value Hypothesis shrinks to is
+the value the implementation sees (no float32-then-cast). Small rows are drawn element by element from
+bit patterns (sign, binade, mantissa), so they shrink element-wise; rows wider than ``ELEMENTWISE_MAX_D``
+take their bulk from a drawn 64-bit seed (fast) and their structure (scale, mean, outlier, zero / constant
+rows) from separate draws. Magnitudes are bounded on purpose: row scales 2^-14 … 2^13 (≈ 6e-5 … 8e3; the
+fp16 upper end keeps |x| ≤ 4·2^13 < 65504 while x² overflows fp16 above 256).
+Composite strategies return small NamedTuples.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+from hypothesis import strategies as st
+
+from golden.formats import fmt
+from nanolm_core.config import ModelConfig
+from properties.library import context
+from properties.library.table import ALL_DTYPES
+
+__all__ = [
+    "BLOCK_PINS",
+    "ELEMENTWISE_MAX_D",
+    "FAST_DIMS",
+    "GAMMA_KINDS",
+    "RMSNORM_PINS",
+    "ROW_KINDS",
+    "ROW_PINS",
+    "SLOW_DIMS",
+    "SWIGLU_PINS",
+    "SWIGLU_ROW_KINDS",
+    "BlockCase",
+    "CausalCase",
+    "Gamma",
+    "GradCase",
+    "Pin",
+    "RMSNormCase",
+    "RowCase",
+    "Rows",
+    "ScaledCase",
+    "SwiGLUCase",
+    "TokenCase",
+    "all_finite_values",
+    "batch_shapes",
+    "block_cases",
+    "block_params",
+    "causal_cases",
+    "configs",
+    "cotangent",
+    "dims",
+    "dtypes",
+    "eps_values",
+    "exact_floats",
+    "fixed_config",
+    "gammas",
+    "linear_weight",
+    "rmsnorm_cases",
+    "rmsnorm_grad_cases",
+    "row_cases",
+    "rows",
+    "scaled_rmsnorm_cases",
+    "swiglu_cases",
+    "swiglu_grad_cases",
+    "swiglu_token_cases",
+    "to_dtype_exact",
+]
+
+# Feature dims: 1 (degenerate), odd and prime sizes (no power-of-two blocking hides a bug), a few powers of two.
+FAST_DIMS = (1, 2, 3, 4, 7, 8, 16, 31, 64, 123, 128, 256, 769)
+SLOW_DIMS = (1024, 2047, 4096, 8192)
+ELEMENTWISE_MAX_D = 12
+# Binade offsets of an element-wise drawn value, in shrink order: code 0 is 2^0, then nearby binades.
+_BINADES = (0, -1, 1, -2, -3, -4, -5, -6)
+# Row regimes: the structure of one row of x (see ``rows``).
+ROW_KINDS = ("normal", "eps_dominated", "large", "mean_shifted", "outlier", "zero", "constant", "tiny_and_huge")
+
+
+def dtypes() -> st.SearchStrategy[torch.dtype]:
+    """One of fp64, fp32, fp16, bf16."""
+    return st.sampled_from(ALL_DTYPES)
+
+
+@st.composite
+def exact_floats(
+    draw: st.DrawFn,
+    dtype: torch.dtype,
+    *,
+    min_exp: int | None = None,
+    max_exp: int | None = None,
+    allow_zero: bool = True,
+    allow_negative: bool = True,
+) -> float:
+    """A finite float exactly representable in ``dtype``: ±(1 + m/2^p)·2^e with e in [min_exp, max_exp].
+
+    Drawn as sign, binade and mantissa bits (shrinks to ±2^e, then towards 1.0); ``min_exp`` below the
+    dtype's normal range reaches subnormals (rounded exactly onto the subnormal grid).
+    """
+    f = fmt(dtype)
+    lo = f.emin - f.mantissa_bits if min_exp is None else min_exp
+    hi = f.emax if max_exp is None else max_exp
+    if allow_zero and draw(st.integers(0, 15), label="zero?") == 0:
+        return 0.0
+    e = draw(st.integers(lo, hi), label="binade")  # shrinks towards 2^0
+    m = draw(st.integers(0, 2**f.mantissa_bits - 1), label="mantissa")
+    negative = allow_negative and draw(st.booleans(), label="negative")
+    value = math.ldexp(1.0 + m / 2**f.mantissa_bits, e)
+    value = to_dtype_exact(value, dtype)
+    return -value if negative else value
+
+
+def to_dtype_exact(value: float, dtype: torch.dtype) -> float:
+    """The dtype value nearest ``value`` (for constructed values that are already exact: the value itself)."""
+    return float(torch.tensor(value, dtype=torch.float64).to(dtype).double())
+
+
+def all_finite_values(dtype: torch.dtype) -> torch.Tensor:
+    """Every finite value of a 16-bit dtype (65536 bit patterns minus inf/NaN), ascending bit order, as ``dtype``."""
+    if dtype not in (torch.float16, torch.bfloat16):
+        raise ValueError(f"exhaustive enumeration needs a 16-bit dtype, got {dtype}")
+    bits = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16)
+    values = bits.view(dtype)
+    return values[torch.isfinite(values)]
+
+
+@st.composite
+def dims(draw: st.DrawFn, max_dim: int | None = None, *, slow: bool | None = None) -> int:
+    """A feature dimension D: the fast tier (1, 3, 123, 769, …), plus the slow tier (up to 8192) in thorough."""
+    if slow is None:  # the profile of the run in progress decides (no run: the fast tier)
+        ctx = context.current()
+        slow = ctx.slow if ctx is not None else False
+    choices = FAST_DIMS + (SLOW_DIMS if slow else ())
+    if max_dim is not None:
+        choices = tuple(d for d in choices if d <= max_dim) or (1,)
+    if draw(st.integers(0, 3), label="arbitrary D?") == 0:
+        return draw(st.integers(1, max(choices)), label="D")
+    return draw(st.sampled_from(choices), label="D")
+
+
+def batch_shapes(max_rows: int = 6) -> st.SearchStrategy[tuple[int, ...]]:
+    """Leading shape of x: (), (N,) or (B, T) with at most ``max_rows`` rows in all."""
+    return st.one_of(
+        st.just(()),
+        st.integers(1, max_rows).map(lambda n: (n,)),
+        st.tuples(st.integers(1, 2), st.integers(1, max(1, max_rows // 2))),
+    )
+
+
+def eps_values() -> st.SearchStrategy[float]:
+    """eps: Llama's 1e-6 and 1e-5, a large 1e-2 and a tiny 1e-12 (0 is excluded: the contract's rows may be zero)."""
+    return st.sampled_from((1e-6, 1e-5, 1e-2, 1e-12))
+
+
+class Rows(NamedTuple):
+    """x of shape (*batch, D) in ``dtype`` and the regime of each row."""
+
+    x: torch.Tensor
+    kinds: tuple[str, ...]
+    scales: tuple[float, ...]
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "shape": tuple(self.x.shape),
+            "D": self.x.shape[-1],
+            "rows": _summarise_kinds(self.kinds),
+            "row scales": sorted({f"{s:.3g}" for s in self.scales}),
+        }
+
+
+def _summarise_kinds(kinds: tuple[str, ...]) -> str:
+    counts: dict[str, int] = {}
+    for k in kinds:
+        counts[k] = counts.get(k, 0) + 1
+    return ", ".join(f"{k}×{n}" if n > 1 else k for k, n in counts.items())
+
+
+def _scale_range(dtype: torch.dtype) -> tuple[int, int]:
+    # |x| ≤ 4·scale must stay finite; fp16 also has a small normal range (2^-14), the others do not care.
+    return (-14, 13) if dtype == torch.float16 else (-14, 14)
+
+
+def _decode(code: int, p: int) -> float:
+    """One drawn integer → ±(1 + m/2^p)·2^e: low p bits the mantissa, 3 bits the binade, the top bit the sign.
+
+    Code 0 is 1.0, so a shrunk element is 1.0, then a short mantissa in a nearby binade.
+    """
+    m, e, negative = code & (2**p - 1), _BINADES[(code >> p) & 7], code >> (p + 3)
+    return (-1.0 if negative else 1.0) * math.ldexp(1 + m / 2**p, e)
+
+
+@st.composite
+def _row(
+    draw: st.DrawFn, D: int, dtype: torch.dtype, kinds: tuple[str, ...], scale_exps: tuple[int, int] | None = None
+) -> tuple[np.ndarray, str, float]:
+    kind = draw(st.sampled_from(kinds), label="row kind")
+    lo, hi = scale_exps or _scale_range(dtype)
+    if kind == "eps_dominated":
+        k = draw(st.integers(lo, max(lo, -10)), label="row scale exponent")  # ms ≤ 2^-20 ≈ 1e-6: comparable to eps
+    elif kind == "large":
+        k = draw(st.integers(min(8, hi), hi), label="row scale exponent")  # fp16: x² overflows above 256 = 2^8
+    elif kind == "zero":
+        return np.zeros(D), kind, 0.0
+    else:
+        k = draw(st.integers(max(lo, -4), min(hi, 4)) | st.integers(lo, hi), label="row scale exponent")
+    scale = 2.0**k
+    p = fmt(dtype).mantissa_bits
+    if D <= ELEMENTWISE_MAX_D:
+        codes = draw(st.tuples(*[st.integers(0, 2 ** (p + 4) - 1)] * D), label="element bit codes")
+        row = np.array([_decode(c, p) for c in codes])
+    else:
+        rng = np.random.default_rng(draw(st.integers(0, 2**64 - 1), label="bulk seed"))
+        row = rng.standard_normal(D).clip(-3.9, 3.9) / 2
+    if kind == "constant":
+        c = draw(exact_floats(dtype, min_exp=-2, max_exp=1, allow_zero=False), label="constant")
+        row = np.full(D, c)
+    elif kind == "mean_shifted":
+        mean = draw(st.sampled_from((1.0, -1.0, 2.0, -2.0, 0.5, 1.5)), label="mean")
+        row = row / 2 + mean  # |mean| ≥ spread: what subtracting the mean would destroy
+    elif kind == "outlier":
+        i = draw(st.integers(0, D - 1), label="outlier index")
+        row = row / 8
+        row[i] = draw(st.sampled_from((3.5, -3.5, 2.0, -3.0)), label="outlier")
+    elif kind == "tiny_and_huge":
+        row = row * np.where(np.arange(D) % 2 == 0, 1.0, 2.0**-10)  # dynamic range 2^10 inside one row
+    row = row * scale
+    return row, kind, scale
+
+
+@st.composite
+def rows(
+    draw: st.DrawFn,
+    dtype: torch.dtype,
+    D: int | None = None,
+    *,
+    batch: tuple[int, ...] | None = None,
+    kinds: tuple[str, ...] = ROW_KINDS,
+    max_dim: int | None = None,
+    max_rows: int = 6,
+    scale_exps: tuple[int, int] | None = None,
+) -> Rows:
+    """x of shape (*batch, D), exact in ``dtype``, each row of a drawn regime (ROW_KINDS).
+
+    ``scale_exps`` = (lo, hi) bounds the row scale 2^k (default 2^-14 … 2^13/2^14, see the module docstring).
+    """
+    D = draw(dims(max_dim), label="D") if D is None else D
+    batch = draw(batch_shapes(max_rows), label="batch shape") if batch is None else batch
+    n = math.prod(batch)
+    drawn = [draw(_row(D, dtype, kinds, scale_exps), label=f"row {i}") for i in range(n)]
+    data = np.stack([r for r, _, _ in drawn]) if drawn else np.zeros((0, D))
+    x = torch.from_numpy(data).to(dtype).reshape(*batch, D)
+    return Rows(x, tuple(k for _, k, _ in drawn), tuple(s for _, _, s in drawn))
+
+
+class Gamma(NamedTuple):
+    """RMSNorm weight γ of shape (D,) and its kind."""
+
+    weight: torch.Tensor
+    kind: str
+
+
+GAMMA_KINDS = ("random_positive", "random_signed", "with_zeros", "ones", "tiny_and_large")
+
+
+@st.composite
+def gammas(draw: st.DrawFn, D: int, dtype: torch.dtype, kinds: tuple[str, ...] = GAMMA_KINDS) -> Gamma:
+    """γ: random positive, random with both signs, with exact zeros, all ones, or spanning 2^-6 … 2^4."""
+    kind = draw(st.sampled_from(kinds), label="gamma kind")
+    rng = np.random.default_rng(draw(st.integers(0, 2**64 - 1), label="gamma seed"))
+    g = rng.uniform(0.25, 2.0, D)
+    if kind == "random_signed":
+        g = g * rng.choice((-1.0, 1.0), D)
+        if D > 1 and np.all(g > 0):
+            g[0] = -g[0]
+    elif kind == "with_zeros":
+        g = g * rng.choice((-1.0, 1.0), D)
+        g[rng.integers(0, D, max(1, D // 4))] = 0.0
+    elif kind == "ones":
+        g = np.ones(D)
+    elif kind == "tiny_and_large":
+        g = g * 2.0 ** rng.integers(-6, 5, D)
+    return Gamma(torch.from_numpy(g).to(dtype), kind)
+
+
+def linear_weight(
+    out_features: int,
+    in_features: int,
+    dtype: torch.dtype,
+    seed: int,
+    scale: float = 1.0,
+) -> torch.Tensor:
+    """An (out, in) weight ~ N(0, scale²/in), exact in ``dtype`` (deterministic in ``seed``)."""
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((out_features, in_features)) * (scale / math.sqrt(max(1, in_features)))
+    return torch.from_numpy(w).to(dtype)
+
+
+class SwiGLUCase(NamedTuple):
+    """Inputs of one SwiGLU check: x (..., D) and the three weights in nn.Linear layout."""
+
+    x: torch.Tensor
+    w_gate: torch.Tensor  # (F, D)
+    w_up: torch.Tensor  # (F, D)
+    w_down: torch.Tensor  # (D, F)
+    scale: float
+    kinds: tuple[str, ...]
+
+    @property
+    def params(self) -> dict[str, torch.Tensor]:
+        return {"w_gate.weight": self.w_gate, "w_up.weight": self.w_up, "w_down.weight": self.w_down}
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "shape": tuple(self.x.shape),
+            "D": self.x.shape[-1],
+            "F": self.w_gate.shape[0],
+            "weight scale": self.scale,
+            "rows": _summarise_kinds(self.kinds),
+        }
+
+
+SWIGLU_ROW_KINDS = ("normal", "mean_shifted", "outlier", "zero", "constant", "tiny_and_huge", "eps_dominated")
+
+
+@st.composite
+def swiglu_cases(
+    draw: st.DrawFn,
+    dtype: torch.dtype,
+    *,
+    max_dim: int = 256,
+    max_rows: int = 4,
+    kinds: tuple[str, ...] = SWIGLU_ROW_KINDS,
+    min_rows: int = 1,
+) -> SwiGLUCase:
+    """x and random SwiGLU weights; D and F independent (F may be < D), weight scale 2^-4 … 2^2.
+
+    Row scales are capped at 2^6 in 16-bit dtypes so W·x stays far from overflow (fp16 max 65504).
+    """
+    D = draw(dims(max_dim), label="D")
+    F = draw(st.sampled_from((1, 2, 5, 8, 3 * D, max(1, (8 * D) // 3))) | st.integers(1, max(1, 3 * D)), label="F")
+    F = min(F, 4 * max_dim)
+    batch = (draw(st.integers(min_rows, max(min_rows, max_rows)), label="tokens"),) if min_rows > 1 else None
+    x = draw(rows(dtype, D, kinds=kinds, max_rows=max_rows, batch=batch), label="x")
+    if dtype in (torch.float16, torch.bfloat16):
+        x = Rows(x.x.clamp(-64, 64), x.kinds, x.scales)
+    scale = 2.0 ** draw(st.integers(-4, 2), label="weight scale exponent")
+    seed = draw(st.integers(0, 2**63 - 1), label="weight seed")
+    w_gate, w_up = linear_weight(F, D, dtype, seed, scale), linear_weight(F, D, dtype, seed + 1, scale)
+    w_down = linear_weight(D, F, dtype, seed + 2, scale)
+    return SwiGLUCase(x.x, w_gate, w_up, w_down, scale, x.kinds)
+
+
+@st.composite
+def configs(draw: st.DrawFn, *, max_dim: int = 48, max_seq_len: int = 16) -> ModelConfig:
+    """A small ModelConfig: H ∈ 1…4, G ∈ {1, H, a divisor strictly between}, even K, explicit small F."""
+    H = draw(st.integers(1, 4), label="n_heads")
+    divisors = [g for g in range(1, H + 1) if H % g == 0]
+    G = draw(st.sampled_from(divisors), label="n_kv_heads")
+    K = draw(st.sampled_from([k for k in (2, 4, 6, 8, 12, 16) if H * k <= max_dim]), label="head_dim")
+    D = H * K
+    F = draw(st.integers(1, 3 * D), label="ffn_dim")
+    theta = draw(st.sampled_from((10000.0, 500000.0, 10.0)), label="rope_theta")
+    eps = draw(st.sampled_from((1e-6, 1e-5)), label="norm_eps")
+    return ModelConfig(
+        dim=D,
+        n_layers=1,
+        n_heads=H,
+        n_kv_heads=G,
+        vocab_size=8,
+        max_seq_len=max_seq_len,
+        norm_eps=eps,
+        rope_theta=theta,
+        ffn_dim=F,
+    )
+
+
+def fixed_config(H: int, G: int, K: int, F: int | None = None, max_seq_len: int = 16) -> ModelConfig:
+    """A config built from H, G, K (tests and examples)."""
+    return ModelConfig(
+        dim=H * K, n_layers=1, n_heads=H, n_kv_heads=G, vocab_size=8, max_seq_len=max_seq_len, ffn_dim=F or 2 * H * K
+    )
+
+
+class BlockCase(NamedTuple):
+    """Inputs of one Block check: config, x (B, T, D) and the contract's state_dict."""
+
+    config: ModelConfig
+    x: torch.Tensor
+    params: dict[str, torch.Tensor]
+    scale: float
+    logit_scale: float
+
+    def describe(self) -> dict[str, object]:
+        c = self.config
+        return {
+            "shape": tuple(self.x.shape),
+            "D": c.dim,
+            "config": f"H={c.n_heads} G={c.n_kv_heads} K={c.head_dim} F={c.ffn_dim} theta={c.rope_theta:g}",
+            "weight scale": self.scale,
+            "q/k scale": self.logit_scale,
+        }
+
+
+def block_params(
+    config: ModelConfig,
+    dtype: torch.dtype,
+    seed: int,
+    scale: float = 1.0,
+    logit_scale: float = 1.0,
+    gamma: str = "random",
+) -> dict[str, torch.Tensor]:
+    """The contract's Block state_dict with random weights (q/k scaled by ``logit_scale`` for large logits)."""
+    D, H, G, K, F = config.dim, config.n_heads, config.n_kv_heads, config.head_dim, config.ffn_dim
+    rng = np.random.default_rng(seed)
+
+    def g() -> torch.Tensor:
+        v = rng.uniform(0.5, 1.5, D) * (rng.choice((-1.0, 1.0), D) if gamma == "random" else 1.0)
+        return torch.from_numpy(v if gamma == "random" else np.ones(D)).to(dtype)
+
+    def w(o: int, i: int, s: float) -> torch.Tensor:
+        return linear_weight(o, i, dtype, int(rng.integers(0, 2**63 - 1)), s)
+
+    return {
+        "attn_norm.weight": g(),
+        "ffn_norm.weight": g(),
+        "attn.wq.weight": w(H * K, D, logit_scale),
+        "attn.wk.weight": w(G * K, D, logit_scale),
+        "attn.wv.weight": w(G * K, D, scale),
+        "attn.wo.weight": w(D, H * K, scale),
+        "ffn.w_gate.weight": w(F, D, scale),
+        "ffn.w_up.weight": w(F, D, scale),
+        "ffn.w_down.weight": w(D, F, scale),
+    }
+
+
+@st.composite
+def block_cases(
+    draw: st.DrawFn, dtype: torch.dtype, *, max_dim: int = 48, max_tokens: int = 6, config: ModelConfig | None = None
+) -> BlockCase:
+    """A config, x of shape (B, T, D) with B ∈ 1…2, T ∈ 1…max_tokens, and random weights.
+
+    q/k weight scale up to 2^3 reaches attention logits of tens (near one-hot softmax rows).
+    """
+    config = draw(configs(max_dim=max_dim), label="config") if config is None else config
+    B = draw(st.integers(1, 2), label="B")
+    T = draw(st.integers(1, max_tokens), label="T")
+    kinds = ("normal", "mean_shifted", "outlier", "constant", "tiny_and_huge")
+    x = draw(rows(dtype, config.dim, batch=(B, T), kinds=kinds), label="x").x
+    if dtype in (torch.float16, torch.bfloat16):
+        x = x.clamp(-64, 64)
+    scale = 2.0 ** draw(st.integers(-3, 1), label="weight scale exponent")
+    logit_scale = 2.0 ** draw(st.integers(-2, 3), label="q/k scale exponent")
+    seed = draw(st.integers(0, 2**63 - 1), label="weight seed")
+    return BlockCase(config, x, block_params(config, dtype, seed, scale, logit_scale), scale, logit_scale)
+
+
+class RMSNormCase(NamedTuple):
+    """Inputs of one RMSNorm check: x (..., D), γ (D,), eps, and the regimes they were drawn from."""
+
+    x: torch.Tensor
+    weight: torch.Tensor
+    eps: float
+    kinds: tuple[str, ...]
+    gamma: str
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "shape": tuple(self.x.shape),
+            "D": self.x.shape[-1],
+            "rows": _summarise_kinds(self.kinds),
+            "gamma": self.gamma,
+            "eps": self.eps,
+        }
+
+
+@st.composite
+def rmsnorm_cases(
+    draw: st.DrawFn,
+    dtype: torch.dtype,
+    *,
+    kinds: tuple[str, ...] = ROW_KINDS,
+    gamma_kinds: tuple[str, ...] = GAMMA_KINDS,
+    eps: float | None = None,
+    max_dim: int | None = None,
+    max_rows: int = 6,
+    batch: tuple[int, ...] | None = None,
+    scale_exps: tuple[int, int] | None = None,
+) -> RMSNormCase:
+    """x drawn by ``rows`` (regimes ``kinds``), γ by ``gammas`` and eps by ``eps_values`` (unless fixed)."""
+    x = draw(
+        rows(dtype, kinds=kinds, max_dim=max_dim, max_rows=max_rows, batch=batch, scale_exps=scale_exps), label="x"
+    )
+    g = draw(gammas(x.x.shape[-1], dtype, gamma_kinds), label="gamma")
+    e = draw(eps_values(), label="eps") if eps is None else eps
+    return RMSNormCase(x.x, g.weight, e, x.kinds, g.kind)
+
+
+class Pin:
+    """A pinned case for ``@example(data=Pin(...))``: stands in for ``data`` and returns the case it builds.
+
+    Laws draw exactly one composite case (label "case"); a Pin answers that draw with ``build(dtype)``,
+    the dtype of the law run in progress (fp32 outside a run).
+    """
+
+    def __init__(self, name: str, build: Callable[[torch.dtype], Any]) -> None:
+        self.name, self.build = name, build
+
+    def draw(self, strategy: Any, label: str | None = None) -> Any:
+        ctx = context.current()
+        return self.build(ctx.dtype if ctx is not None else torch.float32)
+
+    def __repr__(self) -> str:
+        return f"Pin({self.name!r})"
+
+
+def _rows_case(
+    values: list[list[float]],
+    kinds: tuple[str, ...],
+    eps: float = 1e-6,
+    gamma: str = "random_signed",
+) -> Callable[[torch.dtype], RMSNormCase]:
+    def build(dtype: torch.dtype) -> RMSNormCase:
+        x = torch.tensor(values, dtype=torch.float64).to(dtype)
+        D = x.shape[-1]
+        w = torch.linspace(-1.5, 1.75, D, dtype=torch.float64) if gamma == "random_signed" else torch.ones(D)
+        return RMSNormCase(x, w.to(dtype), eps, kinds, gamma)
+
+    return build
+
+
+def _fp16_safe(v: float, dtype: torch.dtype) -> float:
+    return min(v, 3e4) if dtype == torch.float16 else v
+
+
+def _subnormal_row(dtype: torch.dtype) -> RMSNormCase:
+    # Smallest normal: the row lies entirely below it (fp64 uses fp32's: x² of fp64 subnormals underflows to 0
+    # in any fp64 computation, and bounds.rmsnorm does not yet cover that regime).
+    tiny = float(torch.finfo(torch.float32 if dtype == torch.float64 else dtype).tiny)
+    x = torch.tensor([[tiny / 2, -tiny / 4, tiny / 8, tiny * 0.75, -tiny / 2**3, 0.0]], dtype=torch.float64)
+    return _rows_case(x.tolist(), ("eps_dominated",), eps=1e-6)(dtype)
+
+
+def _wide_rows(dtype: torch.dtype, D: int = 512, n: int = 2) -> RMSNormCase:
+    # Full-mantissa values of non-zero mean (seeded, exact in dtype): long reductions show their rounding here.
+    x = torch.from_numpy(np.random.default_rng(D).standard_normal((n, D)) + 0.5).to(dtype)
+    w = torch.from_numpy(1 + 0.1 * np.random.default_rng(D + 1).standard_normal(D)).to(dtype)
+    return RMSNormCase(x, w, 1e-6, ("normal", "mean_shifted"), "random_positive")
+
+
+def _wide_row_case(dtype: torch.dtype) -> RowCase:
+    # Four full-mantissa rows, k = 1: a kernel whose reduction depends on the row count shows it here.
+    case = _wide_rows(dtype, D=1024, n=4)
+    return RowCase(case, 0, case.x.flip(0).contiguous())
+
+
+RMSNORM_PINS = {
+    "wide rows, D=512": Pin("wide rows, D=512", _wide_rows),
+    "subnormal row": Pin("subnormal row", _subnormal_row),
+    "zero row": Pin(
+        "zero row", _rows_case([[0.0] * 8, [1.0, -2.0, 3.0, 0.5, 0.25, -1.0, 2.0, 1.5]], ("zero", "normal"))
+    ),
+    "one huge outlier": Pin(
+        "one huge outlier",
+        lambda dt: _rows_case([[_fp16_safe(2.0**14, dt)] + [2.0**-6] * 6 + [-(2.0**-6)]], ("outlier",))(dt),
+    ),
+    "eps-dominated": Pin(
+        "eps-dominated",
+        _rows_case([[1e-4, -2e-4, 3e-4, 1e-4, -1e-4, 2e-4]], ("eps_dominated",), eps=1e-6, gamma="ones"),
+    ),
+    "fp16 |x| > 256": Pin("fp16 |x| > 256", _rows_case([[300.0, -512.0, 1000.0, 257.0]], ("large",), gamma="ones")),
+    "constant row, mean 3": Pin(
+        "constant row, mean 3", _rows_case([[3.0] * 5, [3.0, 3.5, 2.5, 3.0, 4.0]], ("constant", "mean_shifted"))
+    ),
+}
+
+
+ROW_PINS = {"four wide rows, k=1": Pin("four wide rows, k=1", _wide_row_case)}
+
+
+class ScaledCase(NamedTuple):
+    """An RMSNorm case and a power-of-two factor α = 2^k (k ≥ 0: α·x is exact, no overflow by construction)."""
+
+    case: RMSNormCase
+    log2_alpha: int
+
+    def describe(self) -> dict[str, object]:
+        return {**self.case.describe(), "alpha": f"2^{self.log2_alpha}"}
+
+
+@st.composite
+def scaled_rmsnorm_cases(draw: st.DrawFn, dtype: torch.dtype) -> ScaledCase:
+    """x and α = 2^k, k ∈ 0…10, with the row scale capped so that |α·x| ≤ 4·2^13 < 65504 in fp16."""
+    k = draw(st.integers(0, 10), label="log2 alpha")
+    hi = 13 - k if dtype == torch.float16 else 14
+    kinds = ("normal", "mean_shifted", "outlier", "constant", "tiny_and_huge", "eps_dominated")
+    case = draw(rmsnorm_cases(dtype, kinds=kinds, scale_exps=(-14, hi)), label="case")
+    return ScaledCase(case, k)
+
+
+class RowCase(NamedTuple):
+    """An RMSNorm case with ≥ 2 rows, a row index i and ``other``: x with every row but i redrawn."""
+
+    case: RMSNormCase
+    i: int
+    other: torch.Tensor
+
+    def describe(self) -> dict[str, object]:
+        return {**self.case.describe(), "row": self.i}
+
+
+@st.composite
+def row_cases(draw: st.DrawFn, dtype: torch.dtype, *, min_rows: int = 2) -> RowCase:
+    """x of shape (N, D) or (B, T, D) with N = B·T ≥ ``min_rows``, a row index, and x with the other rows redrawn."""
+    batch = draw(
+        st.integers(min_rows, 5).map(lambda n: (n,)) | st.tuples(st.integers(1, 2), st.integers(2, 3)),
+        label="batch shape",
+    )
+    case = draw(rmsnorm_cases(dtype, batch=batch), label="case")
+    flat = case.x.reshape(-1, case.x.shape[-1])
+    i = draw(st.integers(0, flat.shape[0] - 1), label="row index")
+    fresh = draw(rows(dtype, case.x.shape[-1], batch=(flat.shape[0],)), label="other rows").x
+    other = fresh.clone()
+    other[i] = flat[i]
+    return RowCase(case, i, other.reshape(case.x.shape))
+
+
+class GradCase(NamedTuple):
+    """A forward case and a cotangent ``grad_out`` of the output's shape, exact in the dtype."""
+
+    case: Any
+    grad_out: torch.Tensor
+
+    def describe(self) -> dict[str, object]:
+        return self.case.describe()
+
+
+def cotangent(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
+    """A random cotangent ~ N(0, 1) of ``shape``, exact in ``dtype``."""
+    rng = np.random.default_rng(seed)
+    return torch.from_numpy(rng.standard_normal(shape)).to(dtype)
+
+
+@st.composite
+def rmsnorm_grad_cases(draw: st.DrawFn, dtype: torch.dtype, max_dim: int = 256) -> GradCase:
+    """An RMSNorm case (no zero rows: the derivative of a zero row is eps-dominated but finite) and a cotangent."""
+    kinds = tuple(k for k in ROW_KINDS if k != "large") if dtype == torch.float16 else ROW_KINDS
+    case = draw(rmsnorm_cases(dtype, kinds=kinds, max_dim=max_dim, max_rows=4), label="case")
+    return GradCase(case, cotangent(tuple(case.x.shape), dtype, draw(st.integers(0, 2**32), label="cotangent seed")))
+
+
+class TokenCase(NamedTuple):
+    """A SwiGLU case with ≥ 2 tokens, a token index i and ``other``: x with every token but i redrawn."""
+
+    case: SwiGLUCase
+    i: int
+    other: torch.Tensor
+
+    def describe(self) -> dict[str, object]:
+        return {**self.case.describe(), "token": self.i}
+
+
+@st.composite
+def swiglu_token_cases(draw: st.DrawFn, dtype: torch.dtype, max_dim: int = 128) -> TokenCase:
+    """SwiGLU inputs of shape (N, D), N ≥ 2, a token index, and x with the other tokens redrawn."""
+    case = draw(swiglu_cases(dtype, max_dim=max_dim, min_rows=2), label="case")
+    x = case.x.reshape(-1, case.x.shape[-1])
+    i = draw(st.integers(0, x.shape[0] - 1), label="token index")
+    other = draw(rows(dtype, x.shape[-1], batch=(x.shape[0],), kinds=SWIGLU_ROW_KINDS), label="other tokens").x
+    other = other.clamp(-64, 64) if dtype in (torch.float16, torch.bfloat16) else other
+    other[i] = x[i]
+    return TokenCase(case, i, other.reshape(case.x.shape))
+
+
+@st.composite
+def swiglu_grad_cases(draw: st.DrawFn, dtype: torch.dtype, max_dim: int = 64) -> GradCase:
+    """SwiGLU inputs and a cotangent of the output's shape."""
+    case = draw(swiglu_cases(dtype, max_dim=max_dim, max_rows=3), label="case")
+    return GradCase(case, cotangent(tuple(case.x.shape), dtype, draw(st.integers(0, 2**32), label="cotangent seed")))
+
+
+def _swiglu_pin(x: list[list[float]], F: int, kinds: tuple[str, ...]) -> Callable[[torch.dtype], SwiGLUCase]:
+    def build(dtype: torch.dtype) -> SwiGLUCase:
+        xt = torch.tensor(x, dtype=torch.float64).to(dtype)
+        D = xt.shape[-1]
+        wg, wu, wd = linear_weight(F, D, dtype, 1), linear_weight(F, D, dtype, 2), linear_weight(D, F, dtype, 3)
+        return SwiGLUCase(xt, wg, wu, wd, 1.0, kinds)
+
+    return build
+
+
+SWIGLU_PINS = {
+    "zero token": Pin("zero token", _swiglu_pin([[0.0] * 6, [1.0, -2.0, 0.5, 3.0, -0.25, 1.5]], 9, ("zero", "normal"))),
+    "large negative gate": Pin("large negative gate", _swiglu_pin([[-30.0, -20.0, 40.0, -50.0]], 5, ("large",))),
+}
+
+
+class CausalCase(NamedTuple):
+    """A Block case with T ≥ 2, a token t ≥ 1 and ``other``: x with tokens t… redrawn (earlier tokens kept)."""
+
+    case: BlockCase
+    t: int
+    other: torch.Tensor
+
+    def describe(self) -> dict[str, object]:
+        return {**self.case.describe(), "perturbed from token": self.t}
+
+
+@st.composite
+def causal_cases(draw: st.DrawFn, dtype: torch.dtype) -> CausalCase:
+    """A Block case with T ≥ 2 and x perturbed from a drawn token t ≥ 1 on."""
+    config = draw(configs(max_dim=32), label="config")
+    case = draw(block_cases(dtype, config=config, max_tokens=6), label="case")
+    B, T, D = case.x.shape
+    if T < 2:
+        extra = draw(rows(dtype, D, batch=(B, 1), kinds=("normal",)), label="extra token").x
+        case = case._replace(x=torch.cat([case.x, extra], dim=1))
+        T = 2
+    t = draw(st.integers(1, T - 1), label="t")
+    fresh = draw(rows(dtype, D, batch=(B, T - t), kinds=("normal", "mean_shifted", "outlier")), label="new tokens").x
+    other = case.x.clone()
+    other[:, t:] = fresh
+    return CausalCase(case, t, other)
+
+
+def _gqa_block(dtype: torch.dtype) -> BlockCase:
+    """H = 4 query heads on G = 2 kv heads (1 < G < H: h // (H/G) ≠ h mod G for h = 1, 2), T = 4, sharp logits."""
+    config = fixed_config(H=4, G=2, K=4, F=24)
+    x = torch.from_numpy(np.random.default_rng(7).standard_normal((1, 4, config.dim))).to(dtype)
+    return BlockCase(config, x, block_params(config, dtype, seed=11, scale=1.0, logit_scale=4.0), 1.0, 4.0)
+
+
+BLOCK_PINS = {
+    "GQA H=4 G=2": Pin("GQA H=4 G=2", _gqa_block),
+}

@@ -1,0 +1,54 @@
+"""The subject: an implementation under test, as the laws see it (the fixed contract in DESIGN.md).
+
+An implementation is a module that may define any subset of COMPONENTS (``RMSNorm``, ``SwiGLU``,
+``Block``); a missing one is "not provided" (skipped, never an error). How a module is found and
+imported is the runner's business (``properties.running.loading``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from types import ModuleType
+from typing import Any
+
+__all__ = ["COMPONENTS", "Implementation", "NotProvided"]
+
+COMPONENTS = ("RMSNorm", "SwiGLU", "Block")
+
+
+class NotProvided(Exception):
+    """The implementation does not define this component (reported as a skip, never an error)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Implementation:
+    """A loaded implementation: its name as given, the module, and the components it defines."""
+
+    spec: str
+    module: ModuleType
+
+    @property
+    def name(self) -> str:
+        return self.spec
+
+    @property
+    def provided(self) -> tuple[str, ...]:
+        return tuple(c for c in COMPONENTS if callable(getattr(self.module, c, None)))
+
+    def factory(self, component: str) -> Any:
+        """The constructor for ``component``; raises NotProvided when the module lacks it."""
+        if component not in COMPONENTS:
+            raise ValueError(f"unknown component {component!r}; expected one of {', '.join(COMPONENTS)}")
+        factory = getattr(self.module, component, None)
+        if not callable(factory):
+            raise NotProvided(f"{component} not provided by {self.spec}")
+        return factory
+
+    def convention(self, component: str) -> dict[str, Any]:
+        """What the module declares about how it computes ``component`` (module attribute CONVENTIONS)."""
+        return dict(getattr(self.module, "CONVENTIONS", {}).get(component, {}))
+
+    @property
+    def skip_reason(self) -> str | None:
+        """A module-level reason to skip everything (e.g. an adapter whose kernels need CUDA)."""
+        return getattr(self.module, "SKIP_REASON", None)

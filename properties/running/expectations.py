@@ -1,0 +1,208 @@
+"""Expected failures and skips per implementation, as data files beside this module (array-api-tests style).
+
+``properties/expectations/<impl-id>.txt`` lists, one entry a line::
+
+    # comment
+    <law-id glob>[<dtype glob>-<device glob>]  <xfail|skip>  <reason, free text to the end of the line>
+
+    RMSNorm.*[fp64]                       xfail  LlamaRMSNorm computes in fp32 even for fp64 input
+    Block.block_matches_golden[bf16-cuda] skip   kernel hangs on sm_80 (issue #12)
+
+The bracket is optional (all dtypes and devices); ``[fp64]`` means every device. Globs are ``fnmatch``
+patterns on the law id, the dtype name (fp64/fp32/fp16/bf16) and the device (cpu/cuda).
+
+Applying expectations to results (``apply``) maps a law × dtype × device result:
+  failed  + xfail → "xfailed" (expected; the run still passes), message prefixed with the reason;
+  passed  + xfail → "xpassed" (unexpected pass: reported so the entry gets removed; the run still passes);
+  any     + skip  → "skipped" with the reason (``skip_reason`` lets a runner avoid running it at all);
+  error stays "error" (a suite bug is never an expected outcome).
+An entry that matches no registered law id (a typo, a renamed law) raises an ``ExpectationWarning``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import re
+import warnings
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from properties.library.laws import LAWS
+from properties.library.subject import Implementation
+from properties.running.loading import ADAPTERS
+
+__all__ = [
+    "ACTIONS",
+    "DIRECTORY",
+    "Expectation",
+    "ExpectationError",
+    "ExpectationWarning",
+    "apply",
+    "find",
+    "load",
+    "parse",
+    "path_for",
+    "skip_reason",
+    "summarize",
+    "unmatched",
+]
+
+DIRECTORY = Path(__file__).parents[1] / "expectations"  # properties/expectations/<id>.txt
+ACTIONS = ("xfail", "skip")
+_LINE = re.compile(r"^(?P<law>[^\s\[]+)(?:\[(?P<where>[^\]]*)\])?\s+(?P<action>\S+)\s*(?P<reason>.*)$")
+
+
+class ExpectationError(ValueError):
+    """An expectation file cannot be parsed (names the file and line)."""
+
+
+class ExpectationWarning(UserWarning):
+    """An expectation entry matches nothing, or a law expected to fail passed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Expectation:
+    """One entry: which results it covers (globs) and what is expected of them, with the reason."""
+
+    law: str
+    dtype: str
+    device: str
+    action: str
+    reason: str
+    source: str = "<string>"
+    line: int = 0
+
+    def matches(self, law_id: str, dtype: str, device: str) -> bool:
+        return (
+            fnmatch.fnmatchcase(law_id, self.law)
+            and fnmatch.fnmatchcase(dtype, self.dtype)
+            and fnmatch.fnmatchcase(device, self.device)
+        )
+
+    @property
+    def pattern(self) -> str:
+        return f"{self.law}[{self.dtype}-{self.device}]"
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}:{self.line}"
+
+
+def parse(text: str, source: str = "<string>") -> list[Expectation]:
+    """Parse the expectation format (module docstring); ExpectationError names the bad line."""
+    entries = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):  # only whole-line comments: reasons may cite "org/repo#123"
+            continue
+        m = _LINE.match(line)
+        if m is None:
+            raise ExpectationError(
+                f"{source}:{number}: cannot parse {raw!r}; expected '<law-id>[<dtype>-<device>] <xfail|skip> <reason>'"
+            )
+        action, reason = m["action"].lower(), m["reason"].strip()
+        if action not in ACTIONS:
+            raise ExpectationError(f"{source}:{number}: unknown action {m['action']!r}; expected one of {ACTIONS}")
+        if not reason:
+            raise ExpectationError(f"{source}:{number}: {m['law']} {action} needs a reason")
+        dtype, _, device = (m["where"] or "*").partition("-")
+        entries.append(
+            Expectation(m["law"], dtype.strip() or "*", device.strip() or "*", action, reason, source, number)
+        )
+    return entries
+
+
+def path_for(impl: Implementation | str) -> Path:
+    """The expectation file of an implementation: DIRECTORY/<short id>.txt; other modules use their own name."""
+    spec = impl.spec if isinstance(impl, Implementation) else impl
+    module = impl.module.__name__ if isinstance(impl, Implementation) else ADAPTERS.get(spec, spec)
+    for short_id, target in ADAPTERS.items():
+        if spec == short_id or module == target:
+            return DIRECTORY / f"{short_id}.txt"
+    return DIRECTORY / f"{Path(spec).stem if spec.endswith('.py') else spec}.txt"
+
+
+def load(impl: Implementation | str, path: str | Path | None = None) -> list[Expectation]:
+    """The expectations for ``impl`` (from ``path`` if given); [] when it has no file."""
+    file = Path(path) if path is not None else path_for(impl)
+    if not file.is_file():
+        if path is not None:
+            raise ExpectationError(f"expectation file {file} does not exist")
+        return []
+    return parse(file.read_text(encoding="utf-8"), source=str(file))
+
+
+def find(expectations: Iterable[Expectation], law_id: str, dtype: str, device: str) -> Expectation | None:
+    """The first entry covering this result (file order decides between overlapping entries)."""
+    return next((e for e in expectations if e.matches(law_id, dtype, device)), None)
+
+
+def skip_reason(expectations: Iterable[Expectation], law_id: str, dtype: str, device: str) -> str | None:
+    """For runners: the reason not to run this law × dtype × device at all (a ``skip`` entry), else None."""
+    entry = find(expectations, law_id, dtype, device)
+    return f"expected skip ({entry.where}): {entry.reason}" if entry and entry.action == "skip" else None
+
+
+def unmatched(expectations: Iterable[Expectation], law_ids: Iterable[str] | None = None) -> list[Expectation]:
+    """Entries whose law pattern matches no registered law id (``law_ids`` defaults to the registry)."""
+    ids = _registered_law_ids() if law_ids is None else list(law_ids)
+    return [e for e in expectations if not any(fnmatch.fnmatchcase(i, e.law) for i in ids)]
+
+
+def apply(
+    results: Sequence[Any],
+    impl: Implementation | str,
+    expectations: Sequence[Expectation] | None = None,
+    *,
+    warn: bool = True,
+) -> list[Any]:
+    """Results with expectations applied (new objects; the inputs are not modified). See the module docstring.
+
+    ``results`` are ``properties.running.runner.LawResult``s (anything with law_id, dtype, device, status, message).
+    Warns (ExpectationWarning) about entries that match no registered law, and about every unexpected pass.
+    """
+    entries = load(impl) if expectations is None else list(expectations)
+    if warn and entries:
+        known = {r.law_id for r in results} | set(_registered_law_ids())
+        for e in unmatched(entries, known):
+            warnings.warn(
+                f"{e.where}: expectation {e.pattern} matches no known law id", ExpectationWarning, stacklevel=2
+            )
+    out = []
+    for result in results:
+        entry = find(entries, result.law_id, result.dtype, result.device)
+        out.append(result if entry is None else _expect(result, entry, warn))
+    return out
+
+
+def _registered_law_ids() -> list[str]:
+    """Every registered law id."""
+    return list(LAWS)
+
+
+def _expect(result: Any, entry: Expectation, warn: bool) -> Any:
+    if entry.action == "skip":
+        return dataclasses.replace(result, status="skipped", message=f"expected skip ({entry.where}): {entry.reason}")
+    if result.status == "failed":
+        return dataclasses.replace(
+            result, status="xfailed", message=f"expected failure ({entry.where}): {entry.reason}\n{result.message}"
+        )
+    if result.status == "passed":
+        text = (
+            f"{result.law_id} [{result.dtype}, {result.device}] passed but is expected to fail "
+            f"({entry.where}: {entry.reason}); remove the entry if the implementation was fixed"
+        )
+        if warn:
+            warnings.warn(text, ExpectationWarning, stacklevel=3)
+        return dataclasses.replace(result, status="xpassed", message=text)
+    return result  # skipped stays skipped; error stays error
+
+
+def summarize(results: Iterable[Any]) -> dict[str, int]:
+    """Counts per status, including xfailed / xpassed."""
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    return counts

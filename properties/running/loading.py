@@ -1,0 +1,100 @@
+"""Loading the implementation under test: the module named on the command line, by --impl or $NANOLM_IMPL.
+
+An implementation is a module named by a dotted path (``pkg.mod``), a path to a ``.py`` file, or a
+short adapter id (``torch``, ``hf-llama``, …). It may define any subset of COMPONENTS; a missing
+one is "not provided" (skipped), a module that cannot be imported or defines none is a usage error.
+Selection precedence: CLI argument > pytest ``--impl`` > ``NANOLM_IMPL`` > ``nanolm_core``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from properties.library.subject import COMPONENTS, Implementation, NotProvided
+
+__all__ = [
+    "ADAPTERS",
+    "COMPONENTS",
+    "DEFAULT_IMPL",
+    "ENV_VAR",
+    "Implementation",
+    "ImplementationError",
+    "NotProvided",
+    "load",
+    "resolve_spec",
+]
+
+ENV_VAR = "NANOLM_IMPL"
+DEFAULT_IMPL = "nanolm_core"
+# Short ids for the adapters shipped with the suite (properties/adapters/).
+ADAPTERS = {
+    "reference": "nanolm_core",
+    "torch": "properties.adapters.torch_ref",
+    "hf-llama": "properties.adapters.hf_llama",
+    "hf-gemma": "properties.adapters.hf_gemma",
+    "liger": "properties.adapters.liger",
+}
+
+
+class ImplementationError(Exception):
+    """The implementation cannot be used at all (usage error: CLI exit status 2)."""
+
+
+def resolve_spec(cli: str | None = None, option: str | None = None) -> str:
+    """The implementation to check: CLI argument > pytest --impl > $NANOLM_IMPL > nanolm_core."""
+    for value in (cli, option, os.environ.get(ENV_VAR)):
+        if value:
+            return value
+    return DEFAULT_IMPL
+
+
+def _import_file(path: Path) -> ModuleType:
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
+    name = f"_nanolm_impl_{path.stem}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImplementationError(f"cannot load implementation file {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def load(spec: str | None = None) -> Implementation:
+    """Import the implementation named by ``spec`` (see module docstring); ImplementationError if unusable."""
+    spec = resolve_spec(spec)
+    target = ADAPTERS.get(spec, spec)
+    try:
+        if target.endswith(".py") or os.sep in target or "/" in target:
+            path = Path(target)
+            if not path.is_file():
+                raise ImplementationError(f"implementation file {target!r} does not exist")
+            module = _import_file(path)
+        else:
+            module = importlib.import_module(target)
+    except ImplementationError:
+        raise
+    except ModuleNotFoundError as exc:
+        hint = f" (known short ids: {', '.join(ADAPTERS)})" if exc.name == target.split(".")[0] else ""
+        raise ImplementationError(f"cannot import implementation {spec!r}: {exc}{hint}") from exc
+    except Exception as exc:  # the user's module raised while importing
+        raise ImplementationError(f"importing implementation {spec!r} failed: {type(exc).__name__}: {exc}") from exc
+    impl = Implementation(spec, module)
+    if not impl.provided:
+        raise ImplementationError(
+            f"implementation {spec!r} ({getattr(module, '__file__', module)}) defines none of "
+            f"{', '.join(COMPONENTS)}; see the implementation contract in the README"
+        )
+    return impl

@@ -1,0 +1,326 @@
+"""The runner: ``run_law`` runs one law × dtype × device against an implementation → ``LawResult``;
+``run_check`` runs a selection of them. ``check``, ``compare``, baselines, the gallery and pytest use it.
+
+Status of a result: "passed"; "failed" with a ``cause`` — ``law`` (the law's assertion), ``contract`` (the
+component cannot be built, loaded, moved or called per the contract), ``crash`` (an exception inside the
+implementation), ``timeout``; "skipped" (component not provided, stub raising NotImplementedError, dtype or
+device not applicable); "error" (a bug of the suite itself).
+
+Hypothesis is used through its public API only: each run wraps the law's inner test anew with ``given``,
+``settings`` (the profile's) and ``seed``. A law's seed is derived from the run seed and the law's id, dtype
+and device (never from the order laws run in), so ``--only LAW --seed S`` reproduces what a full run with
+``--seed S`` did for that law.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import math
+import random
+import time
+import traceback
+import unittest
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import hypothesis
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.errors import Flaky
+
+from golden.formats import NAMES, fmt
+from properties.library.context import LawContext, open_context
+from properties.library.laws import LAWS
+from properties.library.subject import COMPONENTS, Implementation, NotProvided
+from properties.library.table import Law, law
+from properties.running import profiles
+from properties.running.loading import load
+
+__all__ = [
+    "DEVICES",
+    "LAWS",
+    "Law",
+    "LawResult",
+    "UsageError",
+    "law",
+    "law_seed",
+    "resolve_devices",
+    "resolve_dtypes",
+    "run_check",
+    "run_law",
+    "select_laws",
+]
+
+DEVICES = ("cpu", "cuda")
+
+
+class UsageError(ValueError):
+    """A bad selection (law, dtype, device): a usage error, exit status 2 on the command line."""
+
+
+@dataclasses.dataclass
+class LawResult:
+    """One record of the report: a law × component × dtype × device run."""
+
+    law_id: str
+    component: str
+    dtype: str
+    device: str
+    status: str
+    message: str = ""
+    cause: str | None = None  # for failed results: "law" | "contract" | "crash" | "timeout"
+    max_ulp: float | None = None
+    p99_ulp: float | None = None
+    worst_input: dict[str, Any] | None = None
+    examples: int = 0
+    duration: float = 0.0
+    found_after: int | None = None  # examples until the first failure (before shrinking)
+    profile: str = "ci"
+    seed: int | None = None
+    measurements: dict[str, Any] = dataclasses.field(default_factory=dict)
+    law: str = ""  # the law's statement (its docstring's first sentence)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    def to_json(self) -> dict[str, Any]:
+        """One JSON-able report record."""
+        record = dataclasses.asdict(self)
+        for key in ("max_ulp", "p99_ulp", "duration"):
+            value = record[key]
+            if isinstance(value, float) and not math.isfinite(value):
+                record[key] = repr(value)
+        record["duration"] = round(self.duration, 4)
+        json.dumps(record)  # fail here, not in the report writer
+        return record
+
+
+# ---------------------------------------------------------------------------------------------- one law
+
+
+def law_seed(run_seed: int, law_id: str, dtype: str, device: str) -> int:
+    """The seed of one law run, derived from the run seed and the law's identity (not from run order)."""
+    digest = hashlib.sha256(f"{run_seed}:{law_id}:{dtype}:{device}".encode()).digest()
+    return int.from_bytes(digest[:4], "little")
+
+
+def repro_line(
+    law: Law, impl: Implementation, dtype: str, device: str, profile: str, seed: int | None, style: str = "check"
+) -> str:
+    """One command that reproduces this run (a ``check`` line, or a pytest line under pytest)."""
+    if style == "pytest":
+        cmd = (
+            f'NANOLM_IMPL={impl.spec} pytest tests/conformance/test_laws.py -k "{law.name} and {dtype} and '
+            f'{device}" --profile {profile}'
+        )
+        return cmd + (f" --hypothesis-seed={seed}" if seed is not None else "")
+    cmd = f"nanolm-verify check {impl.spec} --only {law.id} --dtype {dtype} --device {device} --profile {profile}"
+    return cmd + (f" --seed {seed}" if seed is not None else "")
+
+
+def _hypothesis_test(law: Law, ctx: LawContext, prof: profiles.Profile, seed: int | None) -> Callable[..., Any]:
+    """The law's inner test wrapped anew (public API): counts examples, remembers the first failure."""
+    body = law.body
+
+    def counted(impl: Any, dtype: Any, device: Any, data: Any) -> Any:
+        ctx.recorder.begin_example()
+        try:
+            return body(impl, dtype, device, data)
+        except AssertionError:
+            ctx.recorder.fail_example()
+            raise
+
+    functools.update_wrapper(counted, body)  # name, docstring and the @example pins travel with it
+    test = prof.settings(law.cost)(given(data=st.data())(counted))
+    return hypothesis.seed(seed)(test) if seed is not None else test
+
+
+def run_law(
+    law: Law,
+    impl: Implementation,
+    *,
+    dtype: torch.dtype | str,
+    device: str = "cpu",
+    profile: str = "ci",
+    seed: int | None = None,
+    repro: str = "check",
+) -> LawResult:
+    """Run one law against ``impl`` for one dtype and device under a profile (and run seed) → LawResult.
+
+    ``repro``: the style of the reproduction line in failure messages, "check" (a ``nanolm-verify check``
+    command) or "pytest" (a ``pytest … test_laws.py -k …`` command).
+    """
+    f = fmt(dtype)
+    prof = profiles.get(profile)
+    if seed is None and not prof.derandomize and law.uses_hypothesis:
+        seed = random.SystemRandom().getrandbits(32)  # an explicit seed makes every run reproducible
+    result = LawResult(law.id, law.component, f.name, device, "passed", profile=profile, seed=seed, law=law.summary)
+    reason = _skip_reason(law, impl, f.dtype, device)
+    if reason:
+        result.status, result.message = "skipped", reason
+        return result
+    ctx = LawContext(
+        law.id,
+        law.component,
+        f.dtype,
+        device,
+        profile,
+        prof.slow,
+        seed,
+        repro_line(law, impl, f.name, device, profile, seed, repro),
+    )
+    start = time.perf_counter()
+    with open_context(ctx):
+        try:
+            if law.uses_hypothesis:
+                own_seed = None if seed is None else law_seed(seed, law.id, f.name, device)
+                _hypothesis_test(law, ctx, prof, own_seed)(impl, f.dtype, device)
+            else:
+                law.func(impl, f.dtype, device)
+        except unittest.SkipTest as exc:
+            result.status, result.message = "skipped", str(exc)
+        except NotProvided:
+            result.status, result.message = "skipped", f"{law.component} not provided"
+        except AssertionError as exc:
+            result.status, result.cause = "failed", getattr(exc, "cause", "law")
+            result.message = _failure_message(exc, ctx)
+        except Flaky as exc:  # the same input passed once and failed once: the implementation is not deterministic
+            inner = [e for e in getattr(exc, "exceptions", ()) if isinstance(e, AssertionError)]
+            detail = _failure_message(inner[0], ctx) if inner else f"{exc}\nreproduce: {ctx.repro}"
+            result.status, result.cause = "failed", getattr(inner[0], "cause", "law") if inner else "law"
+            result.message = f"non-deterministic: the same input passed and failed\n{detail}"
+        except NotImplementedError as exc:
+            result.status, result.message = "skipped", f"not implemented: {exc}"
+        except Exception as exc:
+            tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4))
+            if _raised_in(exc, impl):  # the subject's own code raised outside a guarded call
+                result.status, result.cause = "failed", "crash"
+                result.message = f"{law.component} raised {type(exc).__name__}: {exc}\n{tb}\nreproduce: {ctx.repro}"
+            else:  # a bug of the suite: say so, with where it happened
+                result.status = "error"
+                result.message = f"suite error {type(exc).__name__}: {exc}\n{tb}\nreproduce: {ctx.repro}"
+    rec = ctx.recorder
+    result.duration = time.perf_counter() - start
+    result.examples = rec.examples if law.uses_hypothesis else max(rec.examples, 1)
+    if result.status == "failed":  # a law without @given fails on its one (enumerated) check
+        result.found_after = rec.first_failure if law.uses_hypothesis else max(rec.examples, 1)
+    result.max_ulp, result.p99_ulp = rec.max_ulp, rec.p99_ulp
+    result.worst_input = rec.failing_input if result.status == "failed" and rec.failing_input else rec.worst_input
+    result.measurements = rec.measurements
+    return result
+
+
+def _raised_in(exc: BaseException, impl: Implementation) -> bool:
+    """Did a frame of the implementation's own source take part in raising ``exc``?"""
+    source = getattr(impl.module, "__file__", None)
+    if not source:
+        return False
+    path = Path(source).resolve()
+    root = path.parent if path.name == "__init__.py" else path
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        file = Path(frame.f_code.co_filename).resolve()
+        if file == root or root in file.parents:
+            return True
+    return False
+
+
+def _skip_reason(law: Law, impl: Implementation, dtype: torch.dtype, device: str) -> str | None:
+    if impl.skip_reason:
+        return impl.skip_reason
+    if law.component in COMPONENTS and law.component not in impl.provided:
+        return f"{law.component} not provided"
+    if dtype not in law.dtypes:
+        return f"law does not apply to {fmt(dtype).name}"
+    if device not in DEVICES:
+        return f"unknown device {device!r}"
+    if device == "cuda" and not torch.cuda.is_available():
+        return "CUDA not available on this machine"
+    return None
+
+
+def _failure_message(exc: AssertionError, ctx: LawContext) -> str:
+    text = str(exc) or type(exc).__name__
+    notes = [n for n in getattr(exc, "__notes__", ()) if n.strip()]
+    draws = [n if len(n) < 400 else n[:400] + " …" for n in notes if n.startswith(("Draw", "Falsifying"))]
+    if "reproduce:" not in text:
+        text += f"\n  {ctx.regime()}\nreproduce: {ctx.repro}"
+    return "\n".join([text, *draws])
+
+
+# ---------------------------------------------------------------------------------------------- a selection
+
+
+def select_laws(only: Iterable[str] | None = None) -> list[Law]:
+    """Laws in component order; ``only``: components, law ids or law names (comma-separated allowed)."""
+    order = {c: i for i, c in enumerate(COMPONENTS)}
+    laws = sorted(LAWS.values(), key=lambda law: order.get(law.component, len(order)))
+    selectors = [s.strip() for item in (only or ()) for s in item.split(",") if s.strip()]
+    if not selectors:
+        return laws
+    chosen: list[Law] = []
+    for sel in selectors:
+        match = [law for law in laws if sel.lower() in (law.component.lower(), law.id.lower(), law.name.lower())]
+        if not match:
+            raise UsageError(
+                f"--only {sel!r} matches no component or law; components: {', '.join(COMPONENTS)}; "
+                f"laws: e.g. {laws[0].id} (see `nanolm-verify check --list`)"
+            )
+        chosen += [law for law in match if law not in chosen]
+    return [law for law in laws if law in chosen]
+
+
+def resolve_devices(device: str | Sequence[str] | None) -> list[str]:
+    """cpu | cuda | all (cpu and cuda) | auto (cpu, and cuda when available)."""
+    if device is None or device == "auto":
+        return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+    if isinstance(device, str):
+        if device == "all":
+            return ["cpu", "cuda"]
+        if device not in ("cpu", "cuda"):
+            raise UsageError(f"--device {device!r}: expected cpu, cuda, all or auto")
+        return [device]
+    return [d for dev in device for d in resolve_devices(dev)]
+
+
+def resolve_dtypes(dtypes: Iterable[str | torch.dtype] | None) -> list[torch.dtype]:
+    """Every dtype in report order when none is named; else the named ones (UsageError for an unknown name)."""
+    if not dtypes:
+        return [fmt(n).dtype for n in NAMES]
+    names = [s for item in dtypes for s in (item.split(",") if isinstance(item, str) else [item])]
+    try:
+        return [fmt(n).dtype for n in names if n != ""]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def run_check(
+    impl: Implementation | str,
+    *,
+    profile: str = "ci",
+    devices: Sequence[str] | str | None = ("cpu",),
+    only: Iterable[str] | None = None,
+    dtypes: Iterable[str | torch.dtype] | None = None,
+    seed: int | None = None,
+    progress: Any = None,
+) -> list[LawResult]:
+    """Run every selected law × dtype × device against ``impl`` → one LawResult each (law order, then dtype)."""
+    impl = load(impl) if isinstance(impl, str) else impl
+    profiles.get(profile)
+    devs, dts = resolve_devices(devices), resolve_dtypes(dtypes)
+    results = []
+    for entry in select_laws(only):
+        for device in devs:
+            for dtype in dts:
+                if dtype not in entry.dtypes:
+                    continue  # not applicable: no record (the law's dtypes are part of its definition)
+                result = run_law(entry, impl, dtype=dtype, device=device, profile=profile, seed=seed)
+                results.append(result)
+                if progress:
+                    progress(result)
+    return results

@@ -1,0 +1,147 @@
+"""``nanolm-verify compare``: aggregation of law results into cells, highlights, Markdown / HTML, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from properties.commands import compare
+from properties.entry import cli
+from properties.running.loading import load
+from properties.running.runner import LawResult
+
+pytest.importorskip("transformers")
+pytestmark = pytest.mark.hf
+
+
+def fake_runner(max_ulps: dict[str, float]):
+    """A runner that returns canned results: one golden law (max ULP per impl) and one batch law per dtype."""
+
+    def runner(impl, *, profile, devices, dtypes, only, seed):
+        ulp = max_ulps[impl.spec]
+        out = []
+        for dtype in dtypes or ("bf16",):
+            for device in devices:
+                worst = {"D": 4096, "regime": "unit scale", "x": list(range(100))}
+                out.append(
+                    LawResult(
+                        "RMSNorm.rmsnorm_matches_golden",
+                        "RMSNorm",
+                        dtype,
+                        device,
+                        "passed" if ulp < 4 else "failed",
+                        message="max ULP error too big",
+                        max_ulp=ulp,
+                        p99_ulp=ulp / 2,
+                        worst_input=worst,
+                        examples=8,
+                    )
+                )
+                out.append(LawResult("RMSNorm.rmsnorm_does_not_center", "RMSNorm", dtype, device, "passed"))
+        return out
+
+    return runner
+
+
+@pytest.fixture
+def report():
+    return compare.run(["torch", "hf-llama"], dtypes=["bf16"], runner=fake_runner({"torch": 0.5, "hf-llama": 1.25}))
+
+
+def test_cells_aggregate_counts_errors_and_the_worst_input(report):
+    torch_cell, hf_cell = report["cells"]
+    assert (torch_cell.impl, torch_cell.component, torch_cell.dtype, torch_cell.device) == (
+        "torch",
+        "RMSNorm",
+        "bf16",
+        "cpu",
+    )
+    assert torch_cell.laws_text == "2/2"
+    assert (torch_cell.max_ulp, torch_cell.p99_ulp, torch_cell.accuracy) == (0.5, 0.25, "correctly rounded")
+    assert hf_cell.max_ulp == 1.25 and hf_cell.accuracy not in ("correctly rounded", "faithful")
+    assert hf_cell.worst_law == "RMSNorm.rmsnorm_matches_golden" and hf_cell.worst_input["D"] == 4096
+
+
+def test_batch_invariance_is_probed_when_no_law_measures_it(report):
+    assert all(cell.batch_invariant is True for cell in report["cells"])  # RMSNorm is row-wise on CPU
+    assert report["cells"][0].batch_source.startswith("probe")
+
+
+def test_the_batch_probe_can_say_no():
+    import torch
+
+    class Norm(torch.nn.Module):
+        """Scales by a statistic of the whole batch: op(x[:k]) != op(x)[:k]."""
+
+        def __init__(self, dim, eps=1e-6):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(dim))
+
+        def forward(self, x):
+            return x / x.abs().max() * self.weight
+
+    impl = load("torch")
+    fake = type(impl)("batchy", type("M", (), {"RMSNorm": Norm, "__name__": "batchy"}))
+    assert compare.batch_invariance(fake, "RMSNorm", "fp32", "cpu") is False
+    assert compare.batch_invariance(impl, "RMSNorm", "fp32", "cpu") is True
+    assert compare.batch_invariance(load("hf-gemma"), "SwiGLU", "fp32", "cpu") is None  # not provided
+
+
+def test_highlights_name_the_differing_accuracy_classes_with_numbers(report):
+    [line] = compare.highlights(report["cells"], compare._declared(report))
+    assert line.startswith("RMSNorm bf16 cpu — torch: correctly rounded (max 0.5, p99 0.25 ULP); hf-llama:")
+    assert "max 1.25" in line and "hf-llama declares rounding: two roundings" in line
+
+
+def test_markdown_and_html_show_the_numbers_classes_and_conventions(report, tmp_path):
+    md, page, results = compare.write(report, tmp_path)
+    text = md.read_text()
+    assert "| torch | bf16 | cpu | 2/2 | 0.5 | 0.25 | correctly rounded | yes (probe) |" in text
+    assert "two roundings" in text  # hf-llama's declared convention
+    body = page.read_text()
+    assert body.startswith("<!doctype html>") and "<script" not in body
+    assert '<span class="cls cr">correctly rounded</span>' in body and "1.25" in body
+    data = json.loads(results.read_text())
+    assert data["schema"] == "nanolm-verify/compare/1" and len(data["results"]["torch"]) == 2
+
+
+def test_failures_are_listed_with_their_messages(tmp_path):
+    report = compare.run(["torch"], dtypes=["fp16"], runner=fake_runner({"torch": 7.0}))
+    text = compare.render_markdown(report)
+    assert "**failed**" in text and "max ULP error too big" in text
+    assert '<span class="cls bad">1/2</span>' in compare.render_html(report)
+
+
+def test_expectations_turn_a_documented_failure_into_xfailed(monkeypatch, tmp_path):
+    from properties.running import expectations
+
+    monkeypatch.setattr(expectations, "DIRECTORY", tmp_path)
+    (tmp_path / "torch.txt").write_text("RMSNorm.rmsnorm_matches_golden[fp16]  xfail  documented\n")
+    report = compare.run(["torch"], dtypes=["fp16"], runner=fake_runner({"torch": 7.0}))
+    assert report["cells"][0].laws_text == "1/2 (1 xfailed)"
+
+
+def test_cli_has_compare_and_unknown_implementations_exit_2(tmp_path, capsys):
+    assert cli.main(["compare", "no_such_module_xyz", "--out", str(tmp_path)]) == 2
+    assert "no_such_module_xyz" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["compare", "torch"])  # --out is required
+
+
+def test_end_to_end_hf_llama_rounds_twice_where_torch_rounds_once():
+    """The report's headline, measured by the real laws: in bf16 torch's RMSNorm is correctly rounded, HF-Llama's
+    (x·r rounded, then ·w rounded again) is not."""
+    report = compare.run(["torch", "hf-llama"], only=["RMSNorm.rmsnorm_matches_golden"], dtypes=["bf16"])
+    torch_cell, hf_cell = report["cells"]
+    assert (torch_cell.laws_text, hf_cell.laws_text) == ("1/1", "1/1")  # both conventions pass
+    assert torch_cell.max_ulp <= 0.5 + 1e-9  # one rounding of an fp32 result: at most a hair above ½ ULP
+    assert 0.75 < hf_cell.max_ulp < 2  # two roundings: visibly worse, still within the derived bound
+    assert hf_cell.max_ulp > torch_cell.max_ulp + 0.25  # the second rounding shows
+
+
+def test_numbers_next_to_a_class_boundary_are_not_rounded_across_it():
+    assert compare._fmt(0.5000000000000042) == "0.50000000000000422"
+    assert compare._fmt(0.49998158626697325) == "0.49998"
+    assert compare._fmt(0.99999999) == "0.99999998999999995"
+    assert (compare._fmt(2.1347e8), compare._fmt(None), compare._fmt(float("inf"))) == ("2.1347e+08", "—", "inf")

@@ -1,0 +1,241 @@
+"""The adapters honour the contract (names, init, strict loading, dtype moves) and compute what they declare.
+
+Numbers are compared with the reference ``nanolm_core``: fp64 equal to rounding where the library computes
+in fp64, the documented conventions (HF-Llama's two roundings, HF's fp32 compute) visible where they differ.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import nanolm_core
+from properties.running.loading import load
+
+transformers = pytest.importorskip("transformers")
+pytestmark = pytest.mark.hf
+
+CPU_ADAPTERS = ("torch", "hf-llama", "hf-gemma")
+CONFIG = nanolm_core.ModelConfig(dim=64, n_heads=4, n_kv_heads=2, ffn_dim=96, max_seq_len=16)
+CONVENTION_KEYS = {"formula", "rounding", "compute_dtype", "source"}
+
+
+def _random_state(module: torch.nn.Module, gen: torch.Generator) -> dict[str, torch.Tensor]:
+    """Random weights for every contract parameter: gains around 1 (with sign changes), matrices ~ 1/√fan_in."""
+    state = {}
+    for name, value in module.state_dict().items():
+        if "norm" in name or name == "weight":
+            state[name] = 1.0 + 0.5 * torch.randn(value.shape, generator=gen, dtype=torch.float64)
+        else:
+            state[name] = torch.randn(value.shape, generator=gen, dtype=torch.float64) / value.shape[-1] ** 0.5
+    return state
+
+
+def _pair(adapter: str, component: str, dtype: torch.dtype, seed: int = 0):
+    """(reference module, adapter module), both in ``dtype`` with the same random weights."""
+    args = {"RMSNorm": (CONFIG.dim, 1e-6), "SwiGLU": (CONFIG.dim, CONFIG.ffn_dim), "Block": (CONFIG,)}[component]
+    ref = getattr(nanolm_core, component)(*args).to(dtype=dtype)
+    mod = load(adapter).factory(component)(*args).to(dtype=dtype)
+    state = _random_state(ref, torch.Generator().manual_seed(seed))
+    ref.load_state_dict(state)
+    mod.load_state_dict(state, strict=True)
+    return ref, mod
+
+
+def _input(component: str, dtype: torch.dtype, seed: int = 1) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    shape = (2, 9, CONFIG.dim) if component == "Block" else (5, 3, CONFIG.dim)
+    return (torch.randn(shape, generator=gen, dtype=torch.float64) * 2 + 0.5).to(dtype)  # non-zero mean on purpose
+
+
+def _cases():
+    for adapter in CPU_ADAPTERS:
+        for component in load(adapter).provided:
+            yield pytest.param(adapter, component, id=f"{adapter}-{component}")
+
+
+CASES = list(_cases())
+
+
+def test_provided_components_are_as_documented():
+    assert load("torch").provided == ("RMSNorm", "SwiGLU", "Block")
+    assert load("hf-llama").provided == ("RMSNorm", "SwiGLU", "Block")
+    assert load("hf-gemma").provided == ("RMSNorm",)  # Gemma's MLP is GeGLU: not the contract's SwiGLU
+
+
+@pytest.mark.parametrize(("adapter", "component"), CASES)
+def test_state_dict_names_are_exactly_the_contracts(adapter, component):
+    ref, mod = _pair(adapter, component, torch.float32)
+    assert list(mod.state_dict()) == list(ref.state_dict())
+    for name, value in ref.state_dict().items():
+        assert mod.state_dict()[name].shape == value.shape, name
+
+
+@pytest.mark.parametrize(("adapter", "component"), CASES)
+def test_gains_are_initialised_to_one(adapter, component):
+    args = {"RMSNorm": (CONFIG.dim,), "SwiGLU": (CONFIG.dim, CONFIG.ffn_dim), "Block": (CONFIG,)}[component]
+    mod = load(adapter).factory(component)(*args)
+    gains = {k: v for k, v in mod.state_dict().items() if k.endswith("norm.weight") or k == "weight"}
+    assert all(torch.equal(v, torch.ones_like(v)) for v in gains.values())
+
+
+@pytest.mark.parametrize(("adapter", "component"), CASES)
+def test_strict_loading_rejects_foreign_names(adapter, component):
+    _, mod = _pair(adapter, component, torch.float32)
+    state = dict(mod.state_dict())
+    state["gate_proj.weight"] = torch.zeros(1)
+    with pytest.raises(RuntimeError, match="gate_proj"):
+        mod.load_state_dict(state, strict=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize(("adapter", "component"), CASES)
+def test_output_keeps_shape_dtype_and_leaves_the_input_alone(adapter, component, dtype):
+    _, mod = _pair(adapter, component, dtype)
+    x = _input(component, dtype)
+    before = x.clone()
+    y = mod(x)
+    assert (y.shape, y.dtype, y.device) == (x.shape, x.dtype, x.device)
+    assert torch.equal(x, before)
+    assert torch.isfinite(y).all()
+
+
+@pytest.mark.parametrize(("adapter", "component"), CASES)
+def test_gradients_reach_the_contract_parameters(adapter, component):
+    _, mod = _pair(adapter, component, torch.float64)
+    mod(_input(component, torch.float64)).square().sum().backward()
+    missing = [n for n, p in mod.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
+    assert not missing
+
+
+@pytest.mark.parametrize(("adapter", "component"), CASES)
+def test_conventions_are_declared(adapter, component):
+    declared = load(adapter).convention(component)
+    assert CONVENTION_KEYS <= set(declared), f"{adapter} {component} lacks {CONVENTION_KEYS - set(declared)}"
+
+
+# ------------------------------------------------------------------------------------------ numbers
+
+
+@pytest.mark.parametrize("component", ["RMSNorm", "SwiGLU"])
+def test_torch_is_bitwise_the_reference_for_norm_and_ffn(component):
+    for dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
+        ref, mod = _pair("torch", component, dtype)
+        x = _input(component, dtype)
+        assert torch.equal(mod(x), ref(x)), dtype
+
+
+def test_torch_block_matches_the_reference_to_fp64_rounding():
+    ref, mod = _pair("torch", "Block", torch.float64)
+    x = _input("Block", torch.float64)
+    torch.testing.assert_close(mod(x), ref(x), rtol=1e-13, atol=1e-13)
+
+
+def test_hf_llama_swiglu_is_bitwise_the_reference():
+    for dtype in (torch.float64, torch.float32, torch.bfloat16):
+        ref, mod = _pair("hf-llama", "SwiGLU", dtype)
+        x = _input("SwiGLU", dtype)
+        assert torch.equal(mod(x), ref(x)), dtype
+
+
+def test_hf_llama_block_matches_the_reference_in_fp32():
+    ref, mod = _pair("hf-llama", "Block", torch.float32)
+    x = _input("Block", torch.float32)
+    torch.testing.assert_close(mod(x), ref(x), rtol=1e-5, atol=1e-5)
+
+
+def test_hf_llama_rmsnorm_rounds_twice_in_bf16():
+    """x·r rounded to bf16, then ·w rounded again: within 1 ULP of the one-rounding result, yet often different."""
+    ref, mod = _pair("hf-llama", "RMSNorm", torch.bfloat16)
+    x = (torch.randn(64, CONFIG.dim, generator=torch.Generator().manual_seed(3)) * 3 + 1).to(torch.bfloat16)
+    one, two = ref(x), mod(x)
+    expected = (x.float() * torch.rsqrt(x.float().square().mean(-1, keepdim=True) + 1e-6)).to(torch.bfloat16)
+    assert torch.equal(two, expected * mod.weight)  # exactly HF's formula w · fl(x·r)
+    ulp = torch.finfo(torch.bfloat16).eps * one.double().abs().clamp_min(1e-30)  # ≥ 1 ULP of bf16 at `one`
+    assert ((two.double() - one.double()).abs() <= ulp).all()
+    assert (two != one).float().mean() > 0.05  # the convention is visible, not an artefact
+
+
+@pytest.mark.parametrize("adapter", ["hf-llama", "hf-gemma"])
+def test_hf_rmsnorms_compute_fp64_input_in_fp32(adapter):
+    """A documented finding: HF's norms call x.to(float32) / x.float(), so fp64 results are only fp32-accurate."""
+    ref, mod = _pair(adapter, "RMSNorm", torch.float64)
+    x = _input("RMSNorm", torch.float64)
+    rel = ((mod(x) - ref(x)).abs() / ref(x).abs()).max().item()
+    assert 1e-12 < rel < 1e-4  # fp32-level (Gemma also rounds gains near 0 to fp32 absolute precision)
+
+
+def test_gemma_rmsnorm_is_bitwise_the_reference_when_its_offset_is_exact():
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        ref, mod = _pair("hf-gemma", "RMSNorm", dtype)
+        exact = mod.weight.detach().clone()
+        exact.copy_(torch.linspace(0.5, 3.0, CONFIG.dim))  # w ≥ 0.5: w − 1 exact in fp32 (Sterbenz / same binade)
+        ref.weight.data.copy_(exact)
+        mod.weight.data.copy_(exact)
+        x = _input("RMSNorm", dtype)
+        assert torch.equal(mod(x), ref(x)), dtype
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_gemma_offset_mapping_is_exact_where_documented(dtype):
+    """w_eff = fl32(1 + fl32(w − 1)) equals w when |w| < 2²⁴ and w is a multiple of 2⁻²⁴ (w > 0) / 2⁻²³ (w < 0)."""
+    from properties.adapters.hf_gemma import gemma_weight
+
+    every = torch.arange(2**16, dtype=torch.int32).to(torch.int16).view(dtype)
+    w = every[torch.isfinite(every)]
+    exact = (1.0 + gemma_weight(w).float()).double() == w.double()
+    wd = w.double()
+    grid = torch.where(wd > 0, 2.0**24, 2.0**23)
+    predicted = (wd.abs() < 2.0**24) & (torch.frac(wd * grid) == 0)
+    assert exact[predicted].all()  # the documented sufficient condition (large |w| may also round back to w)
+    assert not exact[(wd.abs() < 2.0**-24) & (wd != 0)].any()  # tiny gains are lost: 1 + (w − 1) rounds to 0
+    if dtype == torch.bfloat16:
+        in_range = (wd.abs() >= 2.0**-16) & (wd.abs() < 2.0**24)
+    else:
+        in_range = (wd >= 0) | (wd <= -(2.0**-13))
+    assert exact[in_range].all()
+
+
+def test_gemma_weight_is_the_contract_gain_in_the_state_dict():
+    _, mod = _pair("hf-gemma", "RMSNorm", torch.float32)
+    assert list(mod.state_dict()) == ["weight"]
+    mod.weight.data.fill_(2.0)
+    x = torch.ones(1, CONFIG.dim)
+    torch.testing.assert_close(mod(x), torch.full_like(x, 2.0), rtol=1e-6, atol=0)  # gain 2, not 1 + 2
+
+
+def test_hf_llama_block_keeps_rope_frequencies_in_fp32():
+    _, mod = _pair("hf-llama", "Block", torch.bfloat16)
+    assert mod._rotary.inv_freq.dtype == torch.float32
+    assert all(not k.startswith("_") for k in mod.state_dict())
+
+
+def test_hf_llama_block_is_causal():
+    _, mod = _pair("hf-llama", "Block", torch.float64)
+    x = _input("Block", torch.float64)
+    changed = x.clone()
+    changed[:, -1] += 1.0  # the last token may change only itself
+    torch.testing.assert_close(mod(changed)[:, :-1], mod(x)[:, :-1], rtol=0, atol=0)
+
+
+# ------------------------------------------------------------------------------------------ liger
+
+
+def test_liger_imports_everywhere_and_says_why_it_skips():
+    impl = load("liger")
+    assert impl.provided == ("RMSNorm", "SwiGLU")
+    from properties.adapters import liger
+
+    if liger.skip_reason() is None:
+        pytest.skip("liger-kernel and CUDA are available here: the CUDA tier covers it")
+    assert impl.skip_reason and ("CUDA" in impl.skip_reason or "not installed" in impl.skip_reason)
+    with pytest.raises(RuntimeError, match="liger adapter unavailable"):
+        impl.factory("RMSNorm")(CONFIG.dim)
+
+
+@pytest.mark.parametrize("adapter", ["torch", "hf-llama"])
+@pytest.mark.parametrize(("dim", "hidden"), [(1, 1), (5, 1), (31, 7)])
+def test_swiglu_accepts_any_sizes(adapter, dim, hidden):
+    """The contract has no head count: HF's config validation (heads divide D, even RoPE dim) must not leak in."""
+    mod = load(adapter).factory("SwiGLU")(dim, hidden).to(dtype=torch.float64)
+    assert mod(torch.ones(2, dim, dtype=torch.float64)).shape == (2, dim)

@@ -1,0 +1,40 @@
+"""No false alarms: correct implementations that compute differently pass every law, under many seeds.
+
+By default each runs under one seed (the reference and the F.rms_norm one under two); ``-m slow`` runs the
+reference and the F.rms_norm-based implementation under 20 seeds each (the acceptance bar for a new law).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from properties.running.runner import run_check
+from tests.correct_impls import CORRECT
+
+FAST = [
+    pytest.param(spec, seed, id=f"{spec.rsplit('.', 1)[-1]}-seed{seed}")
+    for spec in CORRECT
+    for seed in ((101, 202) if spec in CORRECT[:2] else (303,))
+]
+SLOW = [
+    pytest.param(spec, seed, id=f"{spec.rsplit('.', 1)[-1]}-seed{seed}", marks=pytest.mark.slow)
+    for spec in CORRECT[:2]
+    for seed in range(20)
+]
+
+
+def _assert_all_pass(spec: str, seed: int) -> None:
+    results = run_check(spec, profile="ci", devices=["cpu"], seed=seed)
+    bad = [r for r in results if r.status not in ("passed", "skipped")]
+    assert len(results) >= 100
+    assert not bad, "\n\n".join(f"{r.law_id} [{r.dtype}] {r.status}:\n{r.message}" for r in bad)
+
+
+@pytest.mark.parametrize(("spec", "seed"), FAST)
+def test_correct_implementation_passes_every_law(spec, seed):
+    _assert_all_pass(spec, seed)
+
+
+@pytest.mark.parametrize(("spec", "seed"), SLOW)
+def test_correct_implementation_passes_every_law_under_20_seeds(spec, seed):
+    _assert_all_pass(spec, seed)
