@@ -12,6 +12,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import signal
 import sys
 import time
 import warnings
@@ -23,17 +24,11 @@ import torch
 
 from golden.formats import NAMES, fmt
 from properties import __version__
-from properties.commands import baseline
+from properties.commands import arguments, baseline
 from properties.running import expectations, profiles
-from properties.running.loading import Implementation, ImplementationError, load, resolve_spec
-from properties.running.runner import (
-    LawResult,
-    UsageError,
-    resolve_devices,
-    resolve_dtypes,
-    run_check,
-    select_laws,
-)
+from properties.running.loading import ImplementationError
+from properties.running.runner import LawResult, UsageError, plan, run_check, select_laws
+from properties.running.workers import Pool, SubjectInfo, default_memory_limit
 
 __all__ = ["SCHEMA", "exit_status", "format_table", "register", "report", "run_check", "write_report"]
 
@@ -58,7 +53,7 @@ def _device_name(device: str) -> str:
 
 def report(
     results: Sequence[LawResult],
-    impl: Implementation,
+    impl: SubjectInfo,
     *,
     profile: str,
     seed: int | None,
@@ -73,11 +68,12 @@ def report(
         "suite": {"name": "nanolm-verify", "version": __version__},
         "implementation": {
             "spec": impl.spec,
-            "module": impl.module.__name__,
-            "file": getattr(impl.module, "__file__", None),
+            "module": impl.module,
+            "file": impl.file,
             "provided": list(impl.provided),
             "skip_reason": impl.skip_reason,
-            "conventions": {c: impl.convention(c) for c in impl.provided},
+            "conventions": impl.conventions,
+            "import_effects": list(impl.import_effects),
         },
         "platform": {
             "python": platform.python_version(),
@@ -186,6 +182,7 @@ def register(subparsers: Any) -> None:
         help=f"Hypothesis profile (default: ${profiles.ENV_VAR}, else {profiles.DEFAULT_PROFILE})",
     )
     p.add_argument("--device", default="auto", help="cpu | cuda | all | auto (cpu, plus cuda when available)")
+    p.add_argument("--allow-skips", action="store_true", help="report CUDA results as skipped when there is no GPU")
     p.add_argument(
         "--only",
         action="append",
@@ -200,8 +197,17 @@ def register(subparsers: Any) -> None:
         "--threads",
         type=int,
         default=1,
-        help="torch CPU threads (default 1: the laws use small tensors; threads only add contention)",
+        help="torch CPU threads per worker (default 1: the laws use small tensors; threads only add contention)",
     )
+    p.add_argument("--workers", type=int, default=1, help="worker processes running the laws (default 1)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="per-law time limit in seconds (default: the profile's)",
+    )
+    p.add_argument("--memory-limit", type=float, default=None, metavar="GB", help="memory cap per worker, GiB")
     p.add_argument("--list", action="store_true", help="list the laws (id, dtypes, statement) and exit")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line, failures summarised")
     p.add_argument(
@@ -219,43 +225,64 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=main)
 
 
+def _usage(exc: Exception) -> int:
+    print(f"nanolm-verify check: error: {exc}", file=sys.stderr)
+    return 2
+
+
 def main(args: argparse.Namespace) -> int:
     if args.list:
         for law in select_laws(None):
             dts = ",".join(fmt(d).name for d in law.dtypes)
             print(f"{law.id:58} [{dts}]\n    {law.doc}")
         return 0
-    try:
-        impl = load(resolve_spec(args.impl))
-        profile = profiles.resolve(args.profile).name
-        devices = resolve_devices(args.device)
-        select_laws(args.only)
-        resolve_dtypes(args.dtype)
-    except (ImplementationError, UsageError, ValueError) as exc:
-        print(f"nanolm-verify check: error: {exc}", file=sys.stderr)
-        return 2
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
-    print(
-        f"nanolm-verify {__version__}: checking {impl.spec} ({', '.join(impl.provided)}) — profile {profile}"
-        f"{'' if args.seed is None else f', seed {args.seed}'}, devices {', '.join(devices)}"
-    )
-    if impl.skip_reason:
-        print(f"  skipped: {impl.skip_reason}")
+    try:  # every argument, before any work
+        spec = arguments.implementation(args.impl)
+        prof = profiles.resolve(args.profile)
+        devices = arguments.devices(args.device, args.allow_skips)
+        dtypes = arguments.dtypes(args.dtype)
+        threads = arguments.threads(args.threads)
+        workers = arguments.positive(args.workers, "--workers", int)
+        timeout = arguments.positive(args.timeout if args.timeout is not None else prof.timeout, "--timeout")
+        memory = arguments.positive(args.memory_limit, "--memory-limit") if args.memory_limit is not None else None
+        json_path = arguments.output_file(args.json_path, "--json")
+        if args.baseline is not None:
+            path = Path(args.baseline)
+            if path.exists():
+                arguments.input_json(args.baseline, "--baseline", ("records",), baseline.SCHEMA)
+            else:
+                arguments.output_file(args.baseline, "--baseline")
+        tasks = plan(profile=prof.name, devices=devices, only=args.only, dtypes=dtypes, seed=args.seed)
+        if not tasks:
+            raise UsageError("the selection runs no law: no selected law is defined for the selected dtypes")
+    except (UsageError, ValueError) as exc:
+        return _usage(exc)
+    limit = int(memory * 2**30) if memory is not None else default_memory_limit(workers)
     start = time.perf_counter()
+    try:
+        pool = Pool(spec, workers=workers, timeout=timeout, memory_limit=limit, threads=threads)
+    except ImplementationError as exc:
+        return _usage(exc)
+    with pool:
+        info = pool.info
+        print(
+            f"nanolm-verify {__version__}: checking {info.spec} ({', '.join(info.provided)}) — profile {prof.name}"
+            f"{'' if args.seed is None else f', seed {args.seed}'}, devices {', '.join(devices)}"
+        )
+        if info.skip_reason:
+            print(f"  skipped: {info.skip_reason}")
 
-    def progress(r: LawResult) -> None:
-        if not args.quiet and sys.stderr.isatty():
-            print(f"\r  {r.law_id} {r.dtype} {r.device}: {r.status}".ljust(100)[:100], end="", file=sys.stderr)
+        def progress(r: LawResult) -> None:
+            if not args.quiet and sys.stderr.isatty():
+                print(f"\r  {r.law_id} {r.dtype} {r.device}: {r.status}".ljust(100)[:100], end="", file=sys.stderr)
 
-    results = run_check(
-        impl, profile=profile, devices=devices, only=args.only, dtypes=args.dtype, seed=args.seed, progress=progress
-    )
+        results = [r for r in pool.run(tasks, on_result=progress) if r is not None]
+        interrupted = pool.interrupted
     seconds = time.perf_counter() - start
     if not args.no_expectations:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", expectations.ExpectationWarning)
-            results = expectations.apply(results, impl)
+            results = expectations.apply(results, info)
         for w in caught:
             print(f"expectations: {w.message}", file=sys.stderr)
     if not args.quiet and sys.stderr.isatty():
@@ -269,28 +296,33 @@ def main(args: argparse.Namespace) -> int:
     for r in problems:
         msg = r.message if not args.quiet else r.message.splitlines()[0]
         found = f", found after {r.found_after} example(s)" if r.found_after else ""
+        cause = f", cause: {r.cause}" if r.cause else ""
         print(
-            f"\n{_MARK[r.status]} {r.law_id} [{r.dtype}, {r.device}{found}]\n  {r.law}\n"
+            f"\n{_MARK[r.status]} {r.law_id} [{r.dtype}, {r.device}{found}{cause}]\n  {r.law}\n"
             + "\n".join("  " + line for line in msg.splitlines())
         )
     skipped = sorted({r.message for r in results if r.status == "skipped"})
     if skipped:
         print("\nskip reasons: " + "; ".join(skipped[:6]) + (" …" if len(skipped) > 6 else ""))
+    if interrupted:
+        print(f"\ninterrupted by {signal.Signals(interrupted).name}: {len(results)} of {len(tasks)} results")
     print("\n" + _summary_line(results, seconds))
-    if args.json_path:
-        path = write_report(
-            report(results, impl, profile=profile, seed=args.seed, devices=devices, duration=seconds), args.json_path
-        )
-        print(f"report: {path}")
+    if json_path:
+        doc = report(results, info, profile=prof.name, seed=args.seed, devices=devices, duration=seconds)
+        doc["interrupted"] = bool(interrupted)
+        print(f"report: {write_report(doc, json_path)}")
+    if interrupted:
+        return 128 + interrupted
+    if not results:
+        print("nothing was checked: no law ran (see the selection above)", file=sys.stderr)
+        return 1
     status = exit_status(results)
     if args.baseline:
-        status = max(status, _apply_baseline(results, Path(args.baseline), impl, profile, args.seed))
+        status = max(status, _apply_baseline(results, Path(args.baseline), info, prof.name, args.seed))
     return status
 
 
-def _apply_baseline(
-    results: Sequence[LawResult], path: Path, impl: Implementation, profile: str, seed: int | None
-) -> int:
+def _apply_baseline(results: Sequence[LawResult], path: Path, impl: SubjectInfo, profile: str, seed: int | None) -> int:
     """Record the run's per-law error statistics to ``path`` (absent), or report what grew since (present)."""
     if not path.exists():
         baseline.record(results, path, impl=impl.spec, profile=profile, seed=seed)

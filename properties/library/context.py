@@ -37,6 +37,7 @@ __all__ = [
     "Recorder",
     "StubNotImplemented",
     "SubjectCrash",
+    "SuiteDataError",
     "count_examples",
     "current",
     "describe",
@@ -65,6 +66,11 @@ class SubjectCrash(LawFailure):
     """An exception raised inside the subject's own code (cause "crash")."""
 
     cause = "crash"
+
+
+class SuiteDataError(Exception):
+    """The suite cannot judge: its own data (the stored golden corpus) failed verification. One line, no traceback;
+    the result is an error of the suite (status "error"), never a pass."""
 
 
 class StubNotImplemented(unittest.SkipTest):

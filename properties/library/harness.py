@@ -16,7 +16,7 @@ from hypothesis import event
 from torch import nn
 from torch.autograd.gradcheck import GradcheckError
 
-from properties.library import context
+from properties.library import context, state
 from properties.library.assertions import assert_output_contract, fail
 from properties.library.context import StubNotImplemented
 from properties.library.subject import Implementation
@@ -37,16 +37,27 @@ __all__ = [
 
 
 def guard(step: str, fn: Callable[[], Any], cause: str) -> Any:
-    """fn(); an exception it raises is a failure of ``cause`` naming ``step`` (NotImplementedError: skipped)."""
+    """fn(); an exception it raises is a failure of ``cause`` naming ``step`` (NotImplementedError: skipped).
+
+    A change of torch's global state during the call (grad mode, default dtype, flush-denormal, threads …) is a
+    contract failure naming the setting; the state is restored first, so nothing that runs later is blamed.
+    """
     __tracebackhide__ = True
+    before = state.snapshot()
     try:
-        return fn()
+        out = fn()
     except NotImplementedError as exc:
         raise StubNotImplemented(f"not implemented: {step} raised NotImplementedError: {exc}") from None
     except (AssertionError, StubNotImplemented):
         raise
     except Exception as exc:
         fail(f"{step} raised {type(exc).__name__}: {exc}", cause)
+    finally:
+        changed = state.changes(before)
+        state.restore(before)
+    if changed:
+        fail(f"{step} changed torch's global state: {'; '.join(changed)} (restored)", "contract")
+    return out
 
 
 def build(

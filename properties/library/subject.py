@@ -26,6 +26,7 @@ class Implementation:
 
     spec: str
     module: ModuleType
+    import_effects: tuple[str, ...] = ()  # global torch state the import changed ("flush-denormal False → True")
 
     @property
     def name(self) -> str:

@@ -116,8 +116,9 @@ def parse(text: str, source: str = "<string>") -> list[Expectation]:
 
 def path_for(impl: Implementation | str) -> Path:
     """The expectation file of an implementation: DIRECTORY/<short id>.txt; other modules use their own name."""
-    spec = impl.spec if isinstance(impl, Implementation) else impl
-    module = impl.module.__name__ if isinstance(impl, Implementation) else ADAPTERS.get(spec, spec)
+    spec = impl if isinstance(impl, str) else impl.spec
+    module = getattr(impl, "module", None)  # a module (loaded here) or its name (reported by a worker)
+    module = ADAPTERS.get(spec, spec) if module is None else getattr(module, "__name__", module)
     for short_id, target in ADAPTERS.items():
         if spec == short_id or module == target:
             return DIRECTORY / f"{short_id}.txt"

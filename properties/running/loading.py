@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from properties.library import state
 from properties.library.subject import COMPONENTS, Implementation, NotProvided
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "resolve_spec",
 ]
 
+_IMPORT_EFFECTS: dict[str, tuple[str, ...]] = {}  # what importing each module did to torch's state (first import)
 ENV_VAR = "NANOLM_IMPL"
 DEFAULT_IMPL = "nanolm_core"
 # Short ids for the adapters shipped with the suite (properties/adapters/).
@@ -47,9 +49,13 @@ class ImplementationError(Exception):
 
 
 def resolve_spec(cli: str | None = None, option: str | None = None) -> str:
-    """The implementation to check: CLI argument > pytest --impl > $NANOLM_IMPL > nanolm_core."""
-    for value in (cli, option, os.environ.get(ENV_VAR)):
-        if value:
+    """The implementation to check: CLI argument > pytest --impl > $NANOLM_IMPL > nanolm_core.
+
+    An argument or option that is given but empty is returned as given (``load`` refuses it), never replaced by
+    the default; an empty environment variable counts as unset.
+    """
+    for value in (cli, option, os.environ.get(ENV_VAR) or None):
+        if value is not None:
             return value
     return DEFAULT_IMPL
 
@@ -75,23 +81,33 @@ def _import_file(path: Path) -> ModuleType:
 def load(spec: str | None = None) -> Implementation:
     """Import the implementation named by ``spec`` (see module docstring); ImplementationError if unusable."""
     spec = resolve_spec(spec)
+    if not spec.strip():
+        raise ImplementationError("the implementation name is empty; name a module, a .py file or an adapter id")
     target = ADAPTERS.get(spec, spec)
+    before = state.snapshot()
     try:
         if target.endswith(".py") or os.sep in target or "/" in target:
             path = Path(target)
+            if path.is_dir():
+                raise ImplementationError(f"implementation path {target!r} is a directory; name a .py file or a module")
             if not path.is_file():
                 raise ImplementationError(f"implementation file {target!r} does not exist")
             module = _import_file(path)
         else:
+            if "" not in sys.path and os.getcwd() not in sys.path:  # the user's own package, as `python -m` finds it
+                sys.path.append(os.getcwd())
             module = importlib.import_module(target)
     except ImplementationError:
         raise
     except ModuleNotFoundError as exc:
         hint = f" (known short ids: {', '.join(ADAPTERS)})" if exc.name == target.split(".")[0] else ""
         raise ImplementationError(f"cannot import implementation {spec!r}: {exc}{hint}") from exc
-    except Exception as exc:  # the user's module raised while importing
+    except (Exception, SystemExit) as exc:  # the user's module raised (or exited) while importing
         raise ImplementationError(f"importing implementation {spec!r} failed: {type(exc).__name__}: {exc}") from exc
-    impl = Implementation(spec, module)
+    finally:
+        effects = _IMPORT_EFFECTS.setdefault(target, tuple(state.changes(before)))
+        state.restore(before)
+    impl = Implementation(spec, module, effects)
     if not impl.provided:
         raise ImplementationError(
             f"implementation {spec!r} ({getattr(module, '__file__', module)}) defines none of "

@@ -21,13 +21,15 @@ DEFAULT_PROFILE = "dev"
 
 @dataclasses.dataclass(frozen=True)
 class Profile:
-    """One named budget: examples per cheap law, derandomization, and whether the slow (large-D) tier is drawn."""
+    """One named budget: examples per cheap law, derandomization, whether the slow (large-D) tier is drawn, and the
+    per-law time limit (seconds) after which an isolated run stops the implementation and reports a timeout."""
 
     name: str
     max_examples: int
     derandomize: bool
     slow: bool = False
     print_blob: bool = False
+    timeout: float = 600.0
 
     def settings(self, cost: int = 1, **overrides: object) -> settings:
         """The Hypothesis settings for a law of cost ``cost`` under this profile."""
@@ -46,9 +48,9 @@ class Profile:
 
 
 PROFILES: dict[str, Profile] = {
-    "ci": Profile("ci", max_examples=8, derandomize=True, print_blob=True),
-    "dev": Profile("dev", max_examples=50, derandomize=False),
-    "thorough": Profile("thorough", max_examples=1000, derandomize=False, slow=True),
+    "ci": Profile("ci", max_examples=8, derandomize=True, print_blob=True, timeout=180.0),
+    "dev": Profile("dev", max_examples=50, derandomize=False, timeout=600.0),
+    "thorough": Profile("thorough", max_examples=1000, derandomize=False, slow=True, timeout=3600.0),
 }
 
 

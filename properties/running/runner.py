@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
 from golden.formats import NAMES, fmt
-from properties.library.context import LawContext, open_context
+from properties.library.context import LawContext, SuiteDataError, open_context
 from properties.library.laws import LAWS
 from properties.library.subject import COMPONENTS, Implementation, NotProvided
 from properties.library.table import Law, law
@@ -46,9 +46,11 @@ __all__ = [
     "LAWS",
     "Law",
     "LawResult",
+    "Task",
     "UsageError",
     "law",
     "law_seed",
+    "plan",
     "resolve_devices",
     "resolve_dtypes",
     "run_check",
@@ -197,12 +199,17 @@ def run_law(
             result.message = f"non-deterministic: the same input passed and failed\n{detail}"
         except NotImplementedError as exc:
             result.status, result.message = "skipped", f"not implemented: {exc}"
-        except Exception as exc:
-            tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4))
-            if _raised_in(exc, impl):  # the subject's own code raised outside a guarded call
+        except SuiteDataError as exc:
+            result.status, result.message = "error", str(exc)
+        except KeyboardInterrupt:
+            raise  # the user's (in a worker process, where SIGINT is ignored, the worker reports it as a crash)
+        except BaseException as exc:
+            if not isinstance(exc, Exception) or _raised_in(exc, impl):  # SystemExit, pytest's Skipped …: the subject
+                tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4))
                 result.status, result.cause = "failed", "crash"
                 result.message = f"{law.component} raised {type(exc).__name__}: {exc}\n{tb}\nreproduce: {ctx.repro}"
             else:  # a bug of the suite: say so, with where it happened
+                tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4))
                 result.status = "error"
                 result.message = f"suite error {type(exc).__name__}: {exc}\n{tb}\nreproduce: {ctx.repro}"
     rec = ctx.recorder
@@ -258,7 +265,7 @@ def _failure_message(exc: AssertionError, ctx: LawContext) -> str:
 
 def select_laws(only: Iterable[str] | None = None) -> list[Law]:
     """Laws in component order; ``only``: components, law ids or law names (comma-separated allowed)."""
-    order = {c: i for i, c in enumerate(COMPONENTS)}
+    order = {c: i for i, c in enumerate((*COMPONENTS, "Module"))}
     laws = sorted(LAWS.values(), key=lambda law: order.get(law.component, len(order)))
     selectors = [s.strip() for item in (only or ()) for s in item.split(",") if s.strip()]
     if not selectors:
@@ -299,6 +306,43 @@ def resolve_dtypes(dtypes: Iterable[str | torch.dtype] | None) -> list[torch.dty
         raise UsageError(str(exc)) from None
 
 
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One law × dtype × device run of a selection (what a worker process is asked to do)."""
+
+    law_id: str
+    component: str
+    dtype: str
+    device: str
+    profile: str
+    seed: int | None
+    law: str = ""  # the law's statement
+
+    def run(self, impl: Implementation) -> LawResult:
+        return run_law(LAWS[self.law_id], impl, dtype=self.dtype, device=self.device, profile=self.profile,
+                       seed=self.seed)  # fmt: skip
+
+
+def plan(
+    *,
+    profile: str = "ci",
+    devices: Sequence[str] | str | None = ("cpu",),
+    only: Iterable[str] | None = None,
+    dtypes: Iterable[str | torch.dtype] | None = None,
+    seed: int | None = None,
+) -> list[Task]:
+    """Every selected law × device × dtype where the law is defined (law order, then device, then dtype)."""
+    profiles.get(profile)
+    devs, dts = resolve_devices(devices), resolve_dtypes(dtypes)
+    return [
+        Task(entry.id, entry.component, fmt(dtype).name, device, profile, seed, entry.summary)
+        for entry in select_laws(only)
+        for device in devs
+        for dtype in dts
+        if dtype in entry.dtypes  # not applicable: no record (the law's dtypes are part of its definition)
+    ]
+
+
 def run_check(
     impl: Implementation | str,
     *,
@@ -309,18 +353,14 @@ def run_check(
     seed: int | None = None,
     progress: Any = None,
 ) -> list[LawResult]:
-    """Run every selected law × dtype × device against ``impl`` → one LawResult each (law order, then dtype)."""
+    """Run every selected law × dtype × device against ``impl`` in this process → one LawResult each.
+
+    (``check`` runs the same plan in worker processes: ``properties.running.workers``.)
+    """
     impl = load(impl) if isinstance(impl, str) else impl
-    profiles.get(profile)
-    devs, dts = resolve_devices(devices), resolve_dtypes(dtypes)
     results = []
-    for entry in select_laws(only):
-        for device in devs:
-            for dtype in dts:
-                if dtype not in entry.dtypes:
-                    continue  # not applicable: no record (the law's dtypes are part of its definition)
-                result = run_law(entry, impl, dtype=dtype, device=device, profile=profile, seed=seed)
-                results.append(result)
-                if progress:
-                    progress(result)
+    for task in plan(profile=profile, devices=devices, only=only, dtypes=dtypes, seed=seed):
+        results.append(task.run(impl))
+        if progress:
+            progress(results[-1])
     return results

@@ -6,7 +6,6 @@ import ast
 import inspect
 import json
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -26,11 +25,9 @@ def _module(tmp_path: Path, name: str, source: str) -> str:
 
 
 def test_reference_passes_ci_profile_with_report(tmp_path, capsys):
-    """The acceptance run: reference, ci profile, JSON report with ≥ 40 records (CI budget: 60 s on 2 cores)."""
+    """The acceptance run: reference, ci profile, JSON report with ≥ 40 records (its time: bench/check_time.py)."""
     out = tmp_path / "r.json"
-    start = time.perf_counter()
     status = main(["check", "--profile", "ci", "--json", str(out)])
-    seconds = time.perf_counter() - start
     assert status == 0, capsys.readouterr().out
     doc = json.loads(out.read_text())
     assert doc["schema"] == SCHEMA
@@ -57,7 +54,6 @@ def test_reference_passes_ci_profile_with_report(tmp_path, capsys):
         assert key in record
     golden = [r for r in doc["results"] if r["law_id"].endswith("_matches_golden") and r["dtype"] == "bf16"]
     assert golden and all(r["max_ulp"] is not None and r["worst_input"] for r in golden)
-    assert seconds < 180, f"check --profile ci took {seconds:.0f} s"  # 60 s on an idle 2-core machine
     table = capsys.readouterr().out
     assert "rmsnorm_matches_golden" in table and "passed" in table
 

@@ -1,0 +1,157 @@
+"""Command-line arguments, validated before any work starts: each check raises ``UsageError`` with one line that
+names the argument, what is wrong with it and the fix (the commands print it and exit 2, no traceback)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from golden.formats import NAMES, fmt
+from properties.running.loading import resolve_spec
+from properties.running.runner import UsageError
+
+__all__ = [
+    "UsageError",
+    "devices",
+    "dtypes",
+    "implementation",
+    "input_json",
+    "output_dir",
+    "output_file",
+    "positive",
+    "threads",
+]
+
+
+def implementation(value: str | None) -> str:
+    """The implementation spec (argument > $NANOLM_IMPL > nanolm_core); an empty name is refused."""
+    spec = resolve_spec(value)
+    if not spec.strip():
+        raise UsageError("IMPL is empty: name a module (pkg.mod), a .py file or an adapter id (e.g. torch)")
+    if spec.endswith(".py") or "/" in spec or os.sep in spec:  # a path: checked here, imported by a worker
+        path = Path(spec)
+        if path.is_dir():
+            raise UsageError(f"IMPL {spec!r} is a directory; name a .py file or a module")
+        if not path.is_file():
+            raise UsageError(f"IMPL {spec!r}: implementation file does not exist")
+    return spec
+
+
+def dtypes(values: Sequence[str] | None) -> list[str] | None:
+    """``--dtype`` (repeatable, comma-separated): known names, none empty, none twice; None = every dtype."""
+    if values is None:
+        return None
+    names = [s.strip() for item in values for s in item.split(",")]
+    if not names or any(not n for n in names):
+        raise UsageError(f"--dtype {','.join(values)!r} names an empty dtype; use e.g. --dtype fp32,bf16")
+    try:
+        chosen = [fmt(n).name for n in names]
+    except ValueError:
+        bad = next(n for n in names if n.lower().removeprefix("torch.") not in _known_names())
+        raise UsageError(f"--dtype {bad!r} is not a dtype; expected one of {', '.join(NAMES)}") from None
+    twice = sorted({n for n in chosen if chosen.count(n) > 1})
+    if twice:
+        raise UsageError(f"--dtype names {', '.join(twice)} twice; name each dtype once")
+    return chosen
+
+
+def _known_names() -> set[str]:
+    out = set()
+    for n in (*NAMES, "float64", "float32", "float16", "bfloat16", "double", "float", "half"):
+        out.add(n)
+    return out
+
+
+def devices(value: str, allow_skips: bool = False) -> list[str]:
+    """``--device cpu|cuda|all|auto``: CUDA asked for on a machine without it is a usage error unless skips are
+    explicitly allowed (then the CUDA results are reported as skipped)."""
+    if value not in ("cpu", "cuda", "all", "auto"):
+        raise UsageError(f"--device {value!r}: expected cpu, cuda, all or auto")
+    if value in ("cuda", "all") and not torch.cuda.is_available() and not allow_skips:
+        raise UsageError(
+            f"--device {value}: no CUDA device is visible (torch {torch.__version__}); use --device cpu, "
+            "or --allow-skips to report the CUDA results as skipped"
+        )
+    if value == "auto":
+        return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+    return ["cpu", "cuda"] if value == "all" else [value]
+
+
+def threads(value: int) -> int:
+    """``--threads``: 1 … the machine's CPU count."""
+    most = os.cpu_count() or 1
+    if not 1 <= value <= most:
+        raise UsageError(f"--threads {value}: expected 1 … {most} (this machine's CPU count)")
+    return value
+
+
+def positive(value: float, name: str, kind: Callable[[Any], Any] = float) -> Any:
+    """A positive number (``--timeout``, sizes)."""
+    if not value > 0:
+        raise UsageError(f"{name} {value}: must be positive")
+    return kind(value)
+
+
+def _writable_parent(path: Path, name: str) -> None:
+    parent = path.parent if str(path.parent) else Path(".")
+    existing = next((p for p in (parent, *parent.parents) if p.exists()), Path("."))
+    if not existing.is_dir():
+        raise UsageError(f"{name} {path}: {existing} is a file, not a directory; choose another path")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{name} {path}: {existing} is not writable; choose another path")
+
+
+def output_file(value: str | None, name: str) -> Path | None:
+    """A file the command will write (``--json``, ``--baseline`` when absent): not a directory, creatable."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise UsageError(f"{name} is empty: give a file path")
+    path = Path(value)
+    if path.is_dir():
+        raise UsageError(f"{name} {path}: is a directory; give a file path (e.g. {path / 'report.json'})")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise UsageError(f"{name} {path}: exists and is not writable")
+    _writable_parent(path, name)
+    return path
+
+
+def output_dir(value: str, name: str) -> Path:
+    """A directory the command will write into (``compare --out``): a directory or creatable as one."""
+    if not value.strip():
+        raise UsageError(f"{name} is empty: give a directory")
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{name} {path}: is a file, not a directory; give a directory")
+    if path.exists() and not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"{name} {path}: is not writable")
+    if not path.exists():
+        _writable_parent(path, name)
+    return path
+
+
+def input_json(value: str, name: str, required: Iterable[str] = (), schema: str | None = None) -> dict[str, Any]:
+    """A JSON file the command reads (``--baseline``): readable, valid JSON, an object with ``required`` keys and,
+    if given, the ``schema`` id."""
+    path = Path(value)
+    if path.is_dir():
+        raise UsageError(f"{name} {path}: is a directory; give the JSON file")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"{name} {path}: cannot be read ({exc.strerror})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{name} {path}: not valid JSON ({exc}); delete it to record a new one") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{name} {path}: expected a JSON object, found {type(doc).__name__}")
+    if schema is not None and doc.get("schema") != schema:
+        raise UsageError(f"{name} {path}: schema {doc.get('schema')!r}, expected {schema!r} (not a file of ours?)")
+    missing = [k for k in required if k not in doc]
+    if missing:
+        raise UsageError(f"{name} {path}: lacks {', '.join(missing)} (truncated or foreign?)")
+    return doc

@@ -1,0 +1,79 @@
+"""Laws on the stored golden corpus (``golden/data``): the implementation runs on stored cases — including
+realistic sizes (the large RMSNorm rows, the Llama-shaped SwiGLU rows, long sequences) whose golden values were
+computed once — and is judged against the stored golden values within the same derived bounds as the drawn laws.
+
+The corpus is verified first (manifest checksums, magic, version, per-case hashes); a corpus that cannot be
+verified is reported as the suite's problem (``CorpusUnavailable``, one line naming the file), never as a pass.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+import golden
+from golden import corpus
+from golden.formats import fmt
+from nanolm_core import ModelConfig
+from properties.library.assertions import assert_matches_golden
+from properties.library.context import NotApplicable, SuiteDataError, count_examples, describe
+from properties.library.harness import block_forward, rmsnorm_forward, swiglu_forward
+from properties.library.subject import Implementation
+from properties.library.table import law
+from properties.numerics import bounds
+
+DType = torch.dtype
+
+
+@functools.cache
+def _cases(family: str) -> tuple[corpus.Case, ...]:
+    """The verified stored cases of a family (verified once per process)."""
+    try:
+        return tuple(corpus.cases(family))
+    except corpus.CorpusError as exc:
+        raise SuiteDataError(f"stored golden corpus unusable: {exc}") from None
+
+
+def stored(family: str, dtype: DType) -> list[corpus.Case]:
+    """The stored cases of ``family`` in ``dtype`` (NotApplicable, with the reason, when there are none)."""
+    chosen = [c for c in _cases(family) if c.dtype == dtype]
+    if not chosen:
+        raise NotApplicable(f"the stored corpus has no {family} case in {fmt(dtype).name}")
+    return chosen
+
+
+def _note(case: corpus.Case) -> None:
+    describe(case=case.id, shape=tuple(case.golden.shape))
+    count_examples(1)
+
+
+@law("RMSNorm")
+def rmsnorm_matches_stored_golden(impl: Implementation, dtype: DType, device: str) -> None:
+    """On every stored RMSNorm case (D up to the largest stored row), |y − golden| ≤ bounds.rmsnorm elementwise."""
+    for case in stored("rmsnorm", dtype):
+        _note(case)
+        x, w, eps = case.tensor("x"), case.tensor("weight"), case.params["eps"]
+        y = rmsnorm_forward(impl, x, w, eps, dtype, device)
+        assert_matches_golden(y, case.golden, bounds.rmsnorm(x, w, eps, dtype), what=f"y [{case.id}]")
+
+
+@law("SwiGLU")
+def swiglu_matches_stored_golden(impl: Implementation, dtype: DType, device: str) -> None:
+    """On every stored SwiGLU case (Llama-shaped rows included), |y − golden| ≤ bounds.swiglu elementwise."""
+    for case in stored("swiglu", dtype):
+        _note(case)
+        x, (wg, wu, wd) = case.tensor("x"), (case.tensor(n) for n in ("w_gate", "w_up", "w_down"))
+        y = swiglu_forward(impl, x, {"w_gate.weight": wg, "w_up.weight": wu, "w_down.weight": wd}, dtype, device)
+        assert_matches_golden(y, case.golden, bounds.swiglu(x, wg, wu, wd, dtype), what=f"y [{case.id}]")
+
+
+@law("Block")
+def block_matches_stored_golden(impl: Implementation, dtype: DType, device: str) -> None:
+    """On every stored Block case (long sequences included), |out − golden| ≤ bounds.block elementwise."""
+    for case in stored("block", dtype):
+        _note(case)
+        x, config = case.tensor("x"), ModelConfig(**case.params["config"])
+        params = {k: case.tensor(k) for k in golden.BLOCK_PARAMS}
+        y = block_forward(impl, x, config, params, dtype, device)
+        assert_matches_golden(y, case.golden, bounds.block(x, params, config, dtype), what=f"out [{case.id}]")

@@ -1,0 +1,359 @@
+"""Isolated workers: the implementation under test runs in worker processes, never in the verifier's.
+
+The verifier (the parent: ``check``, ``compare``, ``pitfalls``) never imports the implementation. It starts
+worker processes (``spawn``: a fresh interpreter, no inherited torch threads), each of which imports the
+implementation once, reports what it provides (:class:`SubjectInfo`) and then runs one law at a time on
+request, sending back the :class:`~properties.running.runner.LawResult` as data. The parent owns the table,
+the JSON report and the exit status; whatever the subject does inside a worker reaches the parent only as
+a result record:
+
+* it exits (``sys.exit``, ``os._exit``), segfaults, or is killed (out of memory) → a failed result, cause
+  ``crash``, naming the exit status or signal and the worker's last output lines; a new worker takes over;
+* it runs past the per-law time limit → the worker is killed; failed, cause ``timeout``, naming the limit;
+* it raises ``SystemExit``, ``KeyboardInterrupt`` (workers ignore SIGINT: only the subject can raise it there)
+  or pytest's ``Skipped`` → failed, cause ``crash`` (``run_law`` reports it; this module is the backstop);
+* it prints → into the worker's log file, never into the parent's output (the tail appears in crash messages);
+* it changes torch's global state → the harness reports it against the subject and restores it
+  (``properties.library.state``); the worker re-establishes the assumed state before every law.
+
+A worker's memory is capped (``RLIMIT_AS``, CPU-only runs) so a runaway allocation is a ``MemoryError`` in the
+worker, not the machine's OOM killer. Hypothesis' own files go to the run's temporary directory, never to the
+user's working directory. Ctrl-C or SIGTERM in the parent stops the workers; the results so far are returned
+with ``interrupted`` set, so the caller can still write the table and a partial report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import multiprocessing
+import multiprocessing.connection
+import os
+import resource
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from properties.running.loading import ImplementationError
+from properties.running.runner import LawResult, Task
+
+__all__ = ["Interrupted", "Pool", "SubjectInfo", "WorkerOptions", "default_memory_limit"]
+
+_LOG_TAIL = 6  # lines of a dead worker's output quoted in its result
+
+
+class Interrupted(Exception):
+    """The user stopped the run (Ctrl-C or SIGTERM in the parent): ``signal`` is the signal's number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@dataclasses.dataclass(frozen=True)
+class SubjectInfo:
+    """What the parent knows of the implementation: data reported by a worker, never the module itself."""
+
+    spec: str
+    module: str
+    file: str | None
+    provided: tuple[str, ...]
+    skip_reason: str | None
+    conventions: dict[str, dict[str, Any]]
+    import_effects: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, impl: Any) -> SubjectInfo:
+        """The info of an implementation loaded in this process."""
+        return cls(
+            impl.spec,
+            impl.module.__name__,
+            getattr(impl.module, "__file__", None),
+            tuple(impl.provided),
+            impl.skip_reason,
+            {c: impl.convention(c) for c in impl.provided},
+            tuple(impl.import_effects),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerOptions:
+    """How workers run: per-law time limit (s), memory cap (bytes, None: none), torch threads, temp directory."""
+
+    timeout: float
+    memory_limit: int | None
+    threads: int
+    tmp: str
+
+
+def default_memory_limit(workers: int) -> int | None:
+    """90 % of the machine's physical memory shared by the workers (None where it cannot be read)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+    return int(total * 0.9 / max(1, workers))
+
+
+# ---------------------------------------------------------------------------------------------- the worker side
+
+
+def _worker_main(conn: multiprocessing.connection.Connection, spec: str, options: WorkerOptions, log: str) -> None:
+    """The worker process: load the implementation, then answer run requests until told to stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    if options.memory_limit:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_AS, (options.memory_limit, options.memory_limit))
+    import torch  # after the limits: a worker's torch is its own
+
+    from properties.library import state
+    from properties.running.loading import load
+
+    torch.set_num_threads(options.threads)
+    try:
+        impl = load(spec)
+    except ImplementationError as exc:
+        conn.send(("unusable", str(exc)))
+        return
+    except BaseException as exc:  # the subject's import may raise anything
+        conn.send(("unusable", f"importing implementation {spec!r} raised {type(exc).__name__}: {exc}"))
+        return
+    conn.send(("ready", SubjectInfo.of(impl)))
+    while True:
+        try:
+            task = conn.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        state.establish(options.threads)
+        try:
+            result = task.run(impl)
+        except BaseException as exc:  # KeyboardInterrupt here was raised by the subject
+            result = _failed(task, "crash", f"the implementation raised {type(exc).__name__}: {exc}")
+        conn.send(("result", result))
+
+
+# ---------------------------------------------------------------------------------------------- the parent side
+
+
+def _failed(task: Task, cause: str, message: str) -> LawResult:
+    return LawResult(
+        task.law_id, task.component, task.dtype, task.device, "failed", message, cause=cause,
+        profile=task.profile, seed=task.seed, law=task.law,
+    )  # fmt: skip
+
+
+def _ended(exitcode: int | None) -> str:
+    if exitcode is None:
+        return "stopped answering"
+    if exitcode < 0:
+        name = signal.Signals(-exitcode).name
+        hint = " (out of memory?)" if name == "SIGKILL" else ""
+        return f"was killed by {name}{hint}"
+    return f"exited with status {exitcode}"
+
+
+class _Worker:
+    """One worker process and the task it is running."""
+
+    def __init__(self, spec: str, options: WorkerOptions, index: int) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.log = str(Path(options.tmp) / f"worker-{index}.log")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker_main, args=(child, spec, options, self.log), daemon=True)
+        self.proc.start()
+        child.close()
+        self.task: tuple[int, Task] | None = None
+        self.deadline = 0.0
+
+    def tail(self) -> str:
+        try:
+            lines = Path(self.log).read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return ""
+        lines = [ln[:200] for ln in lines if ln.strip()][-_LOG_TAIL:]
+        return ("\n  worker output (last lines):\n    " + "\n    ".join(lines)) if lines else ""
+
+    def hello(self, timeout: float) -> SubjectInfo:
+        """Wait for the worker to load the implementation → its SubjectInfo (ImplementationError if unusable)."""
+        if not self.conn.poll(timeout):
+            self.kill()
+            raise ImplementationError(f"loading the implementation took more than {timeout:g} s{self.tail()}")
+        try:
+            kind, payload = self.conn.recv()
+        except (EOFError, OSError):
+            self.proc.join(5)
+            raise ImplementationError(
+                f"importing the implementation ended its process: it {_ended(self.proc.exitcode)}{self.tail()}"
+            ) from None
+        if kind != "ready":
+            raise ImplementationError(payload)
+        return payload
+
+    def send(self, index: int, task: Task, timeout: float) -> None:
+        self.task = (index, task)
+        self.deadline = time.monotonic() + timeout
+        self.conn.send(task)
+
+    def receive(self) -> LawResult:
+        """The result of the running task (a crash result when the worker died)."""
+        _, task = self.task
+        self.task = None
+        try:
+            kind, payload = self.conn.recv()
+            if kind == "result" and isinstance(payload, LawResult) and payload.law_id == task.law_id:
+                return payload
+            message = f"the worker answered {kind!r} instead of a result"
+        except (EOFError, OSError):
+            self.proc.join(5)
+            message = f"the worker process running the implementation {_ended(self.proc.exitcode)}"
+        self.kill()
+        return _failed(task, "crash", message + self.tail())
+
+    def timed_out(self, timeout: float) -> LawResult:
+        _, task = self.task
+        self.task = None
+        self.kill()
+        return _failed(
+            task, "timeout", f"no verdict within {timeout:g} s (the per-law time limit; --timeout S changes it)"
+            + self.tail(),
+        )  # fmt: skip
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.is_alive()
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(5)
+        self.conn.close()
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.conn.send(None)
+        self.proc.join(2)
+        self.kill()
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """SIGTERM (and SIGINT) raise Interrupted in the parent while workers run."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Interrupted(signum)
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        for s in saved:
+            signal.signal(s, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        saved = {}
+    try:
+        yield
+    finally:
+        for s, h in saved.items():
+            signal.signal(s, h)
+
+
+class Pool:
+    """Workers for one implementation: ``info`` (what it provides), ``run(tasks)`` → results in task order."""
+
+    def __init__(
+        self, spec: str, *, workers: int = 1, timeout: float = 300.0, memory_limit: int | None = None, threads: int = 1
+    ) -> None:
+        self.spec = spec
+        self.size = max(1, workers)
+        self._tmp = tempfile.mkdtemp(prefix="nanolm-verify-")
+        self.options = WorkerOptions(timeout, memory_limit, threads, self._tmp)
+        self._started = 0
+        self._workers: list[_Worker] = []
+        self.interrupted: int | None = None  # the signal that stopped the run, if one did
+        with self._environment():
+            first = self._spawn()
+        try:
+            self.info = first.hello(max(120.0, timeout))
+        except BaseException:
+            self.close()
+            raise
+        self._workers.append(first)
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def _environment(self) -> Iterator[None]:
+        """Spawned workers inherit this: Hypothesis' files go to the run's temp directory."""
+        key, saved = "HYPOTHESIS_STORAGE_DIRECTORY", os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY")
+        os.environ[key] = str(Path(self._tmp) / "hypothesis")
+        try:
+            yield
+        finally:
+            if saved is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = saved
+
+    def _spawn(self) -> _Worker:
+        self._started += 1
+        return _Worker(self.spec, self.options, self._started)
+
+    def _ready_worker(self) -> _Worker:
+        with self._environment():
+            w = self._spawn()
+        w.hello(max(120.0, self.options.timeout))
+        return w
+
+    def run(
+        self, tasks: Sequence[Task], on_result: Callable[[LawResult], None] | None = None
+    ) -> list[LawResult | None]:
+        """Run every task; results in task order (None for tasks an interruption left unrun)."""
+        results: list[LawResult | None] = [None] * len(tasks)
+        pending = list(enumerate(tasks))[::-1]
+        timeout = self.options.timeout
+        with _signals_interrupt():
+            try:
+                while pending or any(w.task for w in self._workers):
+                    self._workers = [w for w in self._workers if w.alive or w.task]
+                    while pending and len(self._workers) < self.size:
+                        self._workers.append(self._ready_worker())
+                    for w in self._workers:
+                        if w.task is None and pending:
+                            w.send(*pending.pop(), timeout)
+                    busy = [w for w in self._workers if w.task]
+                    wait = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+                    ready = multiprocessing.connection.wait([w.conn for w in busy], timeout=wait)
+                    for w in busy:
+                        index = w.task[0]
+                        if w.conn in ready:
+                            result = w.receive()
+                        elif time.monotonic() >= w.deadline:
+                            result = w.timed_out(timeout)
+                        else:
+                            continue
+                        results[index] = result
+                        if on_result:
+                            on_result(result)
+                    self._workers = [w for w in self._workers if w.alive]
+            except Interrupted as exc:
+                self.interrupted = exc.signum
+            except KeyboardInterrupt:
+                self.interrupted = signal.SIGINT
+        return results
+
+    def close(self) -> None:
+        for w in self._workers:
+            w.stop() if w.task is None else w.kill()
+        self._workers = []
+        shutil.rmtree(self._tmp, ignore_errors=True)

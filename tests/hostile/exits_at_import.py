@@ -1,0 +1,5 @@
+"""A module that exits its process while being imported."""
+
+import sys
+
+sys.exit(0)
