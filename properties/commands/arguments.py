@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from golden.formats import NAMES, fmt
+from properties.running import databases as _databases
+from properties.running import devices as _devices
 from properties.running.loading import resolve_spec
 from properties.running.runner import UsageError
 
@@ -68,18 +68,34 @@ def _known_names() -> set[str]:
 
 
 def devices(value: str, allow_skips: bool = False) -> list[str]:
-    """``--device cpu|cuda|all|auto``: CUDA asked for on a machine without it is a usage error unless skips are
-    explicitly allowed (then the CUDA results are reported as skipped)."""
-    if value not in ("cpu", "cuda", "all", "auto"):
-        raise UsageError(f"--device {value!r}: expected cpu, cuda, all or auto")
-    if value in ("cuda", "all") and not torch.cuda.is_available() and not allow_skips:
-        raise UsageError(
-            f"--device {value}: no CUDA device is visible (torch {torch.__version__}); use --device cpu, "
-            "or --allow-skips to report the CUDA results as skipped"
-        )
-    if value == "auto":
-        return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
-    return ["cpu", "cuda"] if value == "all" else [value]
+    """``--device``: any torch device string, a comma-separated list, ``auto`` or ``all``. A device this machine
+    does not have is a usage error unless skips are explicitly allowed (then its results are skipped)."""
+    if not value.strip():
+        raise UsageError("--device is empty: use cpu, cuda, cuda:1, mps, auto or all")
+    try:
+        chosen = _devices.resolve(value)
+    except ValueError as exc:
+        raise UsageError(f"--device {exc}; use cpu, cuda, cuda:1, mps, auto or all") from None
+    for device in chosen:
+        problem = _devices.problem(device)
+        if problem and not allow_skips:
+            raise UsageError(
+                f"--device {value}: {problem}; use --device cpu, or --allow-skips to report its results as skipped"
+            )
+    return chosen
+
+
+def database(value: str) -> str:
+    """``--database``: a directory (created when absent) or a reachable ``redis://HOST:PORT`` server."""
+    if not value.strip():
+        raise UsageError("--database is empty: give a directory or redis://HOST:PORT")
+    try:
+        _databases.check(value)
+    except ValueError as exc:
+        raise UsageError(f"--database {exc}") from None
+    if not value.startswith(("redis://", "rediss://", "unix://")) and not Path(value).exists():
+        _writable_parent(Path(value), "--database")
+    return value
 
 
 def threads(value: int) -> int:

@@ -28,7 +28,7 @@ from properties.commands import arguments, baseline
 from properties.running import expectations, profiles
 from properties.running.loading import ImplementationError
 from properties.running.runner import LawResult, UsageError, plan, run_check, select_laws
-from properties.running.workers import Pool, SubjectInfo, default_memory_limit
+from properties.running.workers import Pool, SubjectInfo, default_memory_limit, default_workers
 
 __all__ = ["SCHEMA", "exit_status", "format_table", "register", "report", "run_check", "write_report"]
 
@@ -181,7 +181,9 @@ def register(subparsers: Any) -> None:
         choices=list(profiles.PROFILES),
         help=f"Hypothesis profile (default: ${profiles.ENV_VAR}, else {profiles.DEFAULT_PROFILE})",
     )
-    p.add_argument("--device", default="auto", help="cpu | cuda | all | auto (cpu, plus cuda when available)")
+    p.add_argument(
+        "--device", default="auto", help="cpu, cuda, cuda:1, mps, … (comma-separated), auto (cpu + accelerators) or all"
+    )
     p.add_argument("--allow-skips", action="store_true", help="report CUDA results as skipped when there is no GPU")
     p.add_argument(
         "--only",
@@ -199,7 +201,13 @@ def register(subparsers: Any) -> None:
         default=1,
         help="torch CPU threads per worker (default 1: the laws use small tensors; threads only add contention)",
     )
-    p.add_argument("--workers", type=int, default=1, help="worker processes running the laws (default 1)")
+    p.add_argument(
+        "--workers", type=int, default=None, help="worker processes running the laws (default: the CPU count, "
+        "capped by memory)"
+    )  # fmt: skip
+    p.add_argument(
+        "--database", default=None, metavar="DIR|URL", help="shared example database: a directory or redis://HOST:PORT"
+    )
     p.add_argument(
         "--timeout",
         type=float,
@@ -242,7 +250,9 @@ def main(args: argparse.Namespace) -> int:
         devices = arguments.devices(args.device, args.allow_skips)
         dtypes = arguments.dtypes(args.dtype)
         threads = arguments.threads(args.threads)
-        workers = arguments.positive(args.workers, "--workers", int)
+        workers = arguments.positive(args.workers if args.workers is not None else default_workers(), "--workers", int)
+        if args.database is not None:
+            arguments.database(args.database)
         timeout = arguments.positive(args.timeout if args.timeout is not None else prof.timeout, "--timeout")
         memory = arguments.positive(args.memory_limit, "--memory-limit") if args.memory_limit is not None else None
         json_path = arguments.output_file(args.json_path, "--json")
@@ -252,7 +262,9 @@ def main(args: argparse.Namespace) -> int:
                 arguments.input_json(args.baseline, "--baseline", ("records",), baseline.SCHEMA)
             else:
                 arguments.output_file(args.baseline, "--baseline")
-        tasks = plan(profile=prof.name, devices=devices, only=args.only, dtypes=dtypes, seed=args.seed)
+        tasks = plan(
+            profile=prof.name, devices=devices, only=args.only, dtypes=dtypes, seed=args.seed, database=args.database
+        )
         if not tasks:
             raise UsageError("the selection runs no law: no selected law is defined for the selected dtypes")
     except (UsageError, ValueError) as exc:

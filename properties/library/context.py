@@ -87,6 +87,7 @@ class Recorder:
 
     examples: int = 0
     first_failure: int | None = None
+    last_failure: AssertionError | None = None  # the latest failing example's failure: the smallest so far
     max_ulp: float | None = None
     p99_ulp: float | None = None
     worst_input: dict[str, Any] | None = None
@@ -98,10 +99,11 @@ class Recorder:
         self.examples += 1
         self.current_input = {}
 
-    def fail_example(self) -> None:
+    def fail_example(self, failure: AssertionError | None = None) -> None:
         if self.first_failure is None:
             self.first_failure = self.examples
         self.failing_input = dict(self.current_input)
+        self.last_failure = failure
 
 
 @dataclasses.dataclass

@@ -30,14 +30,16 @@ class Profile:
     slow: bool = False
     print_blob: bool = False
     timeout: float = 600.0
+    shrink_budget: float = 60.0  # seconds of shrinking after the first failure; then the smallest example so far
 
-    def settings(self, cost: int = 1, **overrides: object) -> settings:
-        """The Hypothesis settings for a law of cost ``cost`` under this profile."""
+    def settings(self, cost: int = 1, database: object = None, **overrides: object) -> settings:
+        """The Hypothesis settings for a law of cost ``cost`` under this profile (``database``: a shared example
+        database, replayed first; it needs a seeded run rather than a derandomized one)."""
         base = dict(
             max_examples=max(1, self.max_examples // max(1, cost)),
-            derandomize=self.derandomize,
+            derandomize=self.derandomize and database is None,
             deadline=None,  # numerics of large shapes vary in time; the profile budget bounds the run instead
-            database=None,  # a run is reproduced by (profile, seed), never by local state
+            database=database,  # none by default: a run is reproduced by (profile, seed), never by local state
             print_blob=self.print_blob,
             report_multiple_bugs=False,  # one clear counterexample per law
             suppress_health_check=list(HealthCheck),  # large tensors are slow to draw on purpose
@@ -48,9 +50,11 @@ class Profile:
 
 
 PROFILES: dict[str, Profile] = {
-    "ci": Profile("ci", max_examples=8, derandomize=True, print_blob=True, timeout=180.0),
-    "dev": Profile("dev", max_examples=50, derandomize=False, timeout=600.0),
-    "thorough": Profile("thorough", max_examples=1000, derandomize=False, slow=True, timeout=3600.0),
+    "ci": Profile("ci", max_examples=8, derandomize=True, print_blob=True, timeout=180.0, shrink_budget=20.0),
+    "dev": Profile("dev", max_examples=50, derandomize=False, timeout=600.0, shrink_budget=60.0),
+    "thorough": Profile(
+        "thorough", max_examples=1000, derandomize=False, slow=True, timeout=3600.0, shrink_budget=120.0
+    ),
 }
 
 

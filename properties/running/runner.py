@@ -38,7 +38,7 @@ from properties.library.context import LawContext, SuiteDataError, open_context
 from properties.library.laws import LAWS
 from properties.library.subject import COMPONENTS, Implementation, NotProvided
 from properties.library.table import Law, law
-from properties.running import profiles
+from properties.running import databases, devices, profiles
 from properties.running.loading import load
 
 __all__ = [
@@ -58,7 +58,7 @@ __all__ = [
     "select_laws",
 ]
 
-DEVICES = ("cpu", "cuda")
+DEVICES = ("cpu", "cuda")  # the devices the pytest conformance tests are parametrized over
 
 
 class UsageError(ValueError):
@@ -126,21 +126,35 @@ def repro_line(
     return cmd + (f" --seed {seed}" if seed is not None else "")
 
 
-def _hypothesis_test(law: Law, ctx: LawContext, prof: profiles.Profile, seed: int | None) -> Callable[..., Any]:
-    """The law's inner test wrapped anew (public API): counts examples, remembers the first failure."""
-    body = law.body
+class ShrinkBudgetExceeded(BaseException):
+    """Raised into Hypothesis (which lets BaseExceptions through) when shrinking has used up its time budget."""
+
+
+def _hypothesis_test(
+    law: Law, ctx: LawContext, prof: profiles.Profile, seed: int | None, database: Any = None
+) -> Callable[..., Any]:
+    """The law's inner test wrapped anew (public API): counts examples, remembers every failure, and stops the
+    shrinking ``prof.shrink_budget`` seconds after the first failure (the smallest failure so far is reported)."""
+    body, rec = law.body, ctx.recorder
+    stop_at = [float("inf")]
 
     def counted(impl: Any, dtype: Any, device: Any, data: Any) -> Any:
-        ctx.recorder.begin_example()
+        if rec.first_failure is not None and time.monotonic() > stop_at[0]:
+            raise ShrinkBudgetExceeded
+        rec.begin_example()
         try:
             return body(impl, dtype, device, data)
-        except AssertionError:
-            ctx.recorder.fail_example()
+        except AssertionError as exc:
+            if rec.first_failure is None:
+                stop_at[0] = time.monotonic() + prof.shrink_budget
+            rec.fail_example(exc)
             raise
 
     functools.update_wrapper(counted, body)  # name, docstring and the @example pins travel with it
-    test = prof.settings(law.cost)(given(data=st.data())(counted))
-    return hypothesis.seed(seed)(test) if seed is not None else test
+    test = given(data=st.data())(counted)
+    if seed is not None:
+        test = hypothesis.seed(seed)(test)  # (seed turns the database off: the settings applied next turn it back on)
+    return prof.settings(law.cost, database=database)(test)
 
 
 def run_law(
@@ -152,16 +166,19 @@ def run_law(
     profile: str = "ci",
     seed: int | None = None,
     repro: str = "check",
+    database: str | None = None,
 ) -> LawResult:
     """Run one law against ``impl`` for one dtype and device under a profile (and run seed) → LawResult.
 
     ``repro``: the style of the reproduction line in failure messages, "check" (a ``nanolm-verify check``
-    command) or "pytest" (a ``pytest … test_laws.py -k …`` command).
+    command) or "pytest" (a ``pytest … test_laws.py -k …`` command). ``database``: a directory or a
+    ``redis://host:port`` URL of a shared Hypothesis example database (``databases.open``), replayed first.
     """
     f = fmt(dtype)
     prof = profiles.get(profile)
-    if seed is None and not prof.derandomize and law.uses_hypothesis:
-        seed = random.SystemRandom().getrandbits(32)  # an explicit seed makes every run reproducible
+    if seed is None and law.uses_hypothesis and (database is not None or not prof.derandomize):
+        # an explicit seed makes every run reproducible (with a database: seed 0 keeps a ci run deterministic)
+        seed = 0 if prof.derandomize else random.SystemRandom().getrandbits(32)
     result = LawResult(law.id, law.component, f.name, device, "passed", profile=profile, seed=seed, law=law.summary)
     reason = _skip_reason(law, impl, f.dtype, device)
     if reason:
@@ -182,7 +199,8 @@ def run_law(
         try:
             if law.uses_hypothesis:
                 own_seed = None if seed is None else law_seed(seed, law.id, f.name, device)
-                _hypothesis_test(law, ctx, prof, own_seed)(impl, f.dtype, device)
+                db = databases.open(database) if database is not None else None
+                _hypothesis_test(law, ctx, prof, own_seed, db)(impl, f.dtype, device)
             else:
                 law.func(impl, f.dtype, device)
         except unittest.SkipTest as exc:
@@ -201,6 +219,14 @@ def run_law(
             result.status, result.message = "skipped", f"not implemented: {exc}"
         except SuiteDataError as exc:
             result.status, result.message = "error", str(exc)
+        except ShrinkBudgetExceeded:  # report the smallest failure found within the budget
+            failure = ctx.recorder.last_failure
+            result.status, result.cause = "failed", getattr(failure, "cause", "law")
+            result.message = _failure_message(failure, ctx) + (
+                f"\n(not fully shrunk: shrinking stopped after the {prof.shrink_budget:g} s budget of profile "
+                f"{prof.name}; this is the smallest failing example found by then)"
+            )
+            result.measurements["shrunk"] = "partially (time budget)"
         except KeyboardInterrupt:
             raise  # the user's (in a worker process, where SIGINT is ignored, the worker reports it as a crash)
         except BaseException as exc:
@@ -244,11 +270,9 @@ def _skip_reason(law: Law, impl: Implementation, dtype: torch.dtype, device: str
         return f"{law.component} not provided"
     if dtype not in law.dtypes:
         return f"law does not apply to {fmt(dtype).name}"
-    if device not in DEVICES:
-        return f"unknown device {device!r}"
-    if device == "cuda" and not torch.cuda.is_available():
-        return "CUDA not available on this machine"
-    return None
+    if "accelerator" in law.tags and device == "cpu":
+        return "compares an accelerator with the CPU: not applicable on the CPU itself"
+    return devices.dtype_problem(device, dtype)
 
 
 def _failure_message(exc: AssertionError, ctx: LawContext) -> str:
@@ -283,16 +307,11 @@ def select_laws(only: Iterable[str] | None = None) -> list[Law]:
 
 
 def resolve_devices(device: str | Sequence[str] | None) -> list[str]:
-    """cpu | cuda | all (cpu and cuda) | auto (cpu, and cuda when available)."""
-    if device is None or device == "auto":
-        return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
-    if isinstance(device, str):
-        if device == "all":
-            return ["cpu", "cuda"]
-        if device not in ("cpu", "cuda"):
-            raise UsageError(f"--device {device!r}: expected cpu, cuda, all or auto")
-        return [device]
-    return [d for dev in device for d in resolve_devices(dev)]
+    """Device strings (``properties.running.devices.resolve``); UsageError for one torch does not know."""
+    try:
+        return devices.resolve(device)
+    except ValueError as exc:
+        raise UsageError(f"--device {exc}") from None
 
 
 def resolve_dtypes(dtypes: Iterable[str | torch.dtype] | None) -> list[torch.dtype]:
@@ -317,10 +336,11 @@ class Task:
     profile: str
     seed: int | None
     law: str = ""  # the law's statement
+    database: str | None = None
 
     def run(self, impl: Implementation) -> LawResult:
         return run_law(LAWS[self.law_id], impl, dtype=self.dtype, device=self.device, profile=self.profile,
-                       seed=self.seed)  # fmt: skip
+                       seed=self.seed, database=self.database)  # fmt: skip
 
 
 def plan(
@@ -330,16 +350,18 @@ def plan(
     only: Iterable[str] | None = None,
     dtypes: Iterable[str | torch.dtype] | None = None,
     seed: int | None = None,
+    database: str | None = None,
 ) -> list[Task]:
     """Every selected law × device × dtype where the law is defined (law order, then device, then dtype)."""
     profiles.get(profile)
     devs, dts = resolve_devices(devices), resolve_dtypes(dtypes)
     return [
-        Task(entry.id, entry.component, fmt(dtype).name, device, profile, seed, entry.summary)
+        Task(entry.id, entry.component, fmt(dtype).name, device, profile, seed, entry.summary, database)
         for entry in select_laws(only)
         for device in devs
         for dtype in dts
         if dtype in entry.dtypes  # not applicable: no record (the law's dtypes are part of its definition)
+        and not ("accelerator" in entry.tags and device == "cpu")
     ]
 
 

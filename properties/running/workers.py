@@ -41,7 +41,7 @@ from typing import Any
 from properties.running.loading import ImplementationError
 from properties.running.runner import LawResult, Task
 
-__all__ = ["Interrupted", "Pool", "SubjectInfo", "WorkerOptions", "default_memory_limit"]
+__all__ = ["Interrupted", "Pool", "SubjectInfo", "WorkerOptions", "default_memory_limit", "default_workers"]
 
 _LOG_TAIL = 6  # lines of a dead worker's output quoted in its result
 
@@ -90,13 +90,24 @@ class WorkerOptions:
     tmp: str
 
 
-def default_memory_limit(workers: int) -> int | None:
-    """90 % of the machine's physical memory shared by the workers (None where it cannot be read)."""
+def _physical_memory() -> int | None:
     try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return None
-    return int(total * 0.9 / max(1, workers))
+
+
+def default_workers() -> int:
+    """One worker per CPU, at most one per 4 GiB of memory (the largest stored cases need ~3 GiB)."""
+    memory = _physical_memory()
+    by_memory = max(1, memory // 2**32) if memory else 1
+    return max(1, min(os.cpu_count() or 1, by_memory))
+
+
+def default_memory_limit(workers: int) -> int | None:
+    """90 % of the machine's physical memory shared by the workers (None where it cannot be read)."""
+    total = _physical_memory()
+    return int(total * 0.9 / max(1, workers)) if total else None
 
 
 # ---------------------------------------------------------------------------------------------- the worker side

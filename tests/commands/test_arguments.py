@@ -30,7 +30,10 @@ BAD = [
     (["check", "--dtype", ","], "--dtype"),
     (["check", "--dtype", "fp32,fp32"], "twice"),
     (["check", "--dtype", "fp8"], "'fp8' is not a dtype"),
-    (["check", "--device", "tpu"], "--device 'tpu'"),
+    (["check", "--device", "tpu"], "--device 'tpu' is not a torch device type"),
+    (["check", "--device", ""], "--device is empty"),
+    (["check", "--database", "{tmp}/file"], "is a file"),
+    (["check", "--database", "redis://127.0.0.1:1"], "cannot reach the Redis server"),
     (["check", "--threads", "0"], "--threads 0"),
     (["check", "--threads", "100000"], "--threads 100000"),
     (["check", "--workers", "0"], "--workers 0"),
@@ -54,7 +57,7 @@ BAD = [
     (["check", "tests.impls.nothing"], "defines none of"),
 ]
 if not torch.cuda.is_available():
-    BAD += [(["check", "--device", "cuda"], "no CUDA device"), (["check", "--device", "all"], "no CUDA device")]
+    BAD += [(["check", "--device", "cuda"], "cuda is not available"), (["check", "--device", "all"], "not available")]
 
 
 @pytest.mark.parametrize(("argv", "fragment"), BAD, ids=[" ".join(a) or "empty" for a, _ in BAD])
