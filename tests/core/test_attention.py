@@ -54,3 +54,25 @@ def test_forward_is_bitwise_the_pre_seam_forward(dtype, config, T):
     )
     with torch.no_grad():
         assert torch.equal(attn(x), frozen_forward(attn, x))
+
+
+def test_query_head_h_reads_kv_head_h_div_n_rep():
+    kv = torch.arange(2.0).view(1, 2, 1, 1)  # H = 6 query heads, G = 2 kv heads holding 0 and 1
+    assert Attention(CONFIGS[1]).expand_kv(kv).flatten().tolist() == [0, 0, 0, 1, 1, 1]
+
+
+def test_mask_lets_token_t_see_keys_s_up_to_t():
+    scores = Attention(CONFIGS[0]).mask(torch.zeros(1, 1, 3, 3))
+    assert torch.isinf(scores).tolist() == [[[[False, True, True], [False, False, True], [False, False, False]]]]
+
+
+def test_block_builds_its_parts_from_class_attributes():
+    class Unscaled(Attention):
+        def scores(self, q, k):
+            return q @ k.transpose(-2, -1)
+
+    class Variant(nanolm_core.Block):
+        attn_cls = Unscaled
+
+    block = Variant(CONFIGS[1])
+    assert type(block.attn) is Unscaled and list(block.state_dict()) == list(nanolm_core.Block(CONFIGS[1]).state_dict())
