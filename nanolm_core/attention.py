@@ -52,8 +52,9 @@ class Attention(nn.Module):
     """out = W_o concat_h softmax(mask(q_h k_{g(h)}ᵀ / √K)) v_{g(h)}, g(h) = h // (H/G).
 
     q = RoPE(W_q x), k = RoPE(W_k x), v = W_v x, positions 0..T−1; mask: token t sees s ≤ t.
-    Casts: the four projections run in the module dtype; RoPE, scores, the max-subtracted softmax
-    and probs·v run in c = fp32 (fp64 for fp64 input); the heads are rounded to x.dtype before W_o.
+    Casts: the four projections run in the module dtype; RoPE (tables and rotation), scores, the
+    max-subtracted softmax and probs·v run in c = fp32 (fp64 for fp64 input) — q and k are upcast by
+    ``rope``, v by ``attend``; the heads are rounded to x.dtype before W_o.
     """
 
     def __init__(self, config: ModelConfig) -> None:
@@ -76,12 +77,12 @@ class Attention(nn.Module):
         return self.wo(out.transpose(1, 2).reshape(B, T, cfg.n_heads * cfg.head_dim).to(x.dtype))
 
     def heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """q, k, v = W_q x, W_k x, W_v x split into heads (B, heads, T, K), upcast to c."""
+        """q, k, v = W_q x, W_k x, W_v x split into heads (B, heads, T, K), in the module dtype."""
         B, T, _ = x.shape
-        H, G, K, c = self.config.n_heads, self.config.n_kv_heads, self.config.head_dim, upcast_dtype(x.dtype)
-        q = self.wq(x).view(B, T, H, K).transpose(1, 2).to(c)
-        k = self.wk(x).view(B, T, G, K).transpose(1, 2).to(c)
-        v = self.wv(x).view(B, T, G, K).transpose(1, 2).to(c)
+        H, G, K = self.config.n_heads, self.config.n_kv_heads, self.config.head_dim
+        q = self.wq(x).view(B, T, H, K).transpose(1, 2)
+        k = self.wk(x).view(B, T, G, K).transpose(1, 2)
+        v = self.wv(x).view(B, T, G, K).transpose(1, 2)
         return q, k, v
 
     def rope_tables(self, T: int, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, ...]:
@@ -89,8 +90,8 @@ class Attention(nn.Module):
         return rope_cos_sin(T, self.config.head_dim, self.config.rope_theta, dtype, device)
 
     def rope(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        """Rotate-half RoPE of q or k (B, heads, T, K)."""
-        return apply_rope(x, cos, sin)
+        """Rotate-half RoPE of q or k (B, heads, T, K), upcast to the tables' dtype c."""
+        return apply_rope(x.to(cos.dtype), cos, sin)
 
     def expand_kv(self, x: torch.Tensor) -> torch.Tensor:
         """k or v (B, G, T, K) → (B, H, T, K): query head h reads kv head h // (H/G)."""
@@ -106,7 +107,7 @@ class Attention(nn.Module):
         return scores.masked_fill(~causal_mask(T, scores.device), float("-inf"))
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        """softmax(mask(scores(q, k)))·v over the expanded kv heads, (B, H, T, K)."""
+        """softmax(mask(scores(q, k)))·v over the expanded kv heads, (B, H, T, K), in the dtype of q and k."""
         k, v = self.expand_kv(k), self.expand_kv(v)
         probs = torch.softmax(self.mask(self.scores(q, k)), dim=-1)  # subtracts the row max internally
-        return probs @ v
+        return probs @ v.to(probs.dtype)
