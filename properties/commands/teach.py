@@ -234,7 +234,10 @@ def render_demo(demo: Demo, index: int, total: int, width: int = DEFAULT_WIDTH) 
     lines = ["═" * width]
     lines += textwrap.wrap(f"[{index}/{total}] {demo.name}: {_title(p)}", width, subsequent_indent="    ")
     lines += textwrap.wrap(
-        f"wrong implementation: {p.module} ({p.component}; {p.kind})", width, subsequent_indent="    "
+        f"wrong implementation: {p.module} ({p.component}; {p.kind})",
+        width,
+        subsequent_indent="    ",
+        break_on_hyphens=False,
     )
     lines += textwrap.wrap(
         f"law: {p.law} · {r.dtype} · {r.device} · profile {r.profile}", width, subsequent_indent="    "
