@@ -129,31 +129,28 @@ def test_conventions_are_declared(adapter, component):
 # ------------------------------------------------------------------------------------------ numbers
 
 
-@pytest.mark.parametrize("component", ["RMSNorm", "SwiGLU"])
-def test_torch_is_bitwise_the_reference_for_norm_and_ffn(component):
-    for dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
-        ref, mod = _pair("torch", component, dtype)
+ALL_DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
+BITWISE = [
+    ("torch", "RMSNorm", ALL_DTYPES),
+    ("torch", "SwiGLU", ALL_DTYPES),
+    ("hf-llama", "SwiGLU", (torch.float64, torch.float32, torch.bfloat16)),
+]
+CLOSE = [("torch", "Block", torch.float64, 1e-13), ("hf-llama", "Block", torch.float32, 1e-5)]  # (…, rtol = atol)
+
+
+@pytest.mark.parametrize(("adapter", "component", "dtypes"), BITWISE, ids=[f"{a}-{c}" for a, c, _ in BITWISE])
+def test_adapter_is_bitwise_the_reference(adapter, component, dtypes):
+    for dtype in dtypes:
+        ref, mod = _pair(adapter, component, dtype)
         x = _input(component, dtype)
         assert torch.equal(mod(x), ref(x)), dtype
 
 
-def test_torch_block_matches_the_reference_to_fp64_rounding():
-    ref, mod = _pair("torch", "Block", torch.float64)
-    x = _input("Block", torch.float64)
-    torch.testing.assert_close(mod(x), ref(x), rtol=1e-13, atol=1e-13)
-
-
-def test_hf_llama_swiglu_is_bitwise_the_reference():
-    for dtype in (torch.float64, torch.float32, torch.bfloat16):
-        ref, mod = _pair("hf-llama", "SwiGLU", dtype)
-        x = _input("SwiGLU", dtype)
-        assert torch.equal(mod(x), ref(x)), dtype
-
-
-def test_hf_llama_block_matches_the_reference_in_fp32():
-    ref, mod = _pair("hf-llama", "Block", torch.float32)
-    x = _input("Block", torch.float32)
-    torch.testing.assert_close(mod(x), ref(x), rtol=1e-5, atol=1e-5)
+@pytest.mark.parametrize(("adapter", "component", "dtype", "tol"), CLOSE, ids=[f"{a}-{c}" for a, c, *_ in CLOSE])
+def test_adapter_block_matches_the_reference_to_rounding(adapter, component, dtype, tol):
+    ref, mod = _pair(adapter, component, dtype)
+    x = _input(component, dtype)
+    torch.testing.assert_close(mod(x), ref(x), rtol=tol, atol=tol)
 
 
 def test_hf_llama_rmsnorm_rounds_twice_in_bf16():
