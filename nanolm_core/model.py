@@ -19,14 +19,20 @@ class Block(nn.Module):
     x: (B, T, D). The residual stream x is carried unnormalised, so ∂out/∂x = I + ∂branches/∂x;
     with ``attn.wo`` and ``ffn.w_down`` zeroed the block is exactly the identity.
     Casts: each sub-module follows its own policy; the residual additions run in x.dtype.
+    The sub-module classes are class attributes, so a variant swaps one of them instead of copying __init__.
     """
+
+    norm_cls: type[nn.Module] = RMSNorm
+    attn_cls: type[nn.Module] = Attention
+    ffn_cls: type[nn.Module] = SwiGLU
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
-        self.attn_norm = RMSNorm(config.dim, config.norm_eps)
-        self.attn = Attention(config)
-        self.ffn_norm = RMSNorm(config.dim, config.norm_eps)
-        self.ffn = SwiGLU(config.dim, config.ffn_dim)
+        self.config = config
+        self.attn_norm = self.norm_cls(config.dim, config.norm_eps)
+        self.attn = self.attn_cls(config)
+        self.ffn_norm = self.norm_cls(config.dim, config.norm_eps)
+        self.ffn = self.ffn_cls(config.dim, config.ffn_dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_sequence(x, self.attn.config.dim, self.attn.config.max_seq_len, type(self).__name__, self.attn.wq.weight)

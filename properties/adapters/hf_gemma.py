@@ -21,9 +21,9 @@ its MLP nor its decoder layer computes the contract's function.
 from __future__ import annotations
 
 import torch
-from torch import nn
 from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
 
+import nanolm_core
 from properties.adapters import call_with, hide
 
 __all__ = ["CONVENTIONS", "RMSNorm", "gemma_weight"]
@@ -51,7 +51,7 @@ def gemma_weight(weight: torch.Tensor) -> torch.Tensor:
     return weight.to(wide) - 1.0
 
 
-class RMSNorm(nn.Module):
+class RMSNorm(nanolm_core.RMSNorm):
     """HF ``GemmaRMSNorm`` on the contract's gain: y = fl(x · rsqrt(mean(x²) + eps) · fl32(1 + fl32(w − 1))).
 
     x: (..., D); w: (D,) ``weight`` (init 1, the contract's gain); eps inside the square root. Casts: x is
@@ -59,9 +59,7 @@ class RMSNorm(nn.Module):
     """
 
     def __init__(self, dim: int, eps: float = 1e-6) -> None:
-        super().__init__()
-        self.dim, self.eps = dim, eps
-        self.weight = nn.Parameter(torch.ones(dim))
+        super().__init__(dim, eps)
         with torch.device("meta"):
             hide(self, "_hf", GemmaRMSNorm(dim, eps=eps))
 

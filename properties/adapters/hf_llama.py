@@ -4,7 +4,10 @@
 - SwiGLU: ``LlamaMLP`` (``gate_proj``/``up_proj``/``down_proj`` ↔ ``w_gate``/``w_up``/``w_down``).
 - Block: ``LlamaDecoderLayer`` with ``LlamaRotaryEmbedding`` position embeddings and an explicit causal mask,
   attention implementation ``ATTN_IMPLEMENTATION`` ("eager": softmax in fp32, probabilities rounded to the
-  input dtype before ·v — HF's reference path).
+  input dtype before ·v — HF's reference path). Its ``attn`` is ``LlamaAttention`` on the same inputs.
+
+Each component subclasses the reference (``nanolm_core``) for its contract-named parameters and replaces the
+arithmetic with HF's.
 
 The HF modules are built from a ``LlamaConfig`` object (no download) on the meta device and run on the
 adapter's contract-named parameters (see ``properties.adapters``). Requires ``transformers``.
@@ -12,15 +15,32 @@ adapter's contract-named parameters (see ``properties.adapters``). Requires ``tr
 
 from __future__ import annotations
 
-import torch
-from torch import nn
-from transformers import LlamaConfig
-from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaMLP, LlamaRMSNorm, LlamaRotaryEmbedding
+from typing import Any
 
+import torch
+from transformers import LlamaConfig
+from transformers.models.llama.modeling_llama import (
+    LlamaAttention,
+    LlamaDecoderLayer,
+    LlamaMLP,
+    LlamaRMSNorm,
+    LlamaRotaryEmbedding,
+)
+
+import nanolm_core
 from nanolm_core import ModelConfig
 from properties.adapters import call_with, hide
 
-__all__ = ["ATTN_IMPLEMENTATION", "CONVENTIONS", "Block", "RMSNorm", "SwiGLU", "llama_config"]
+__all__ = [
+    "ATTN_IMPLEMENTATION",
+    "CONVENTIONS",
+    "Attention",
+    "Block",
+    "RMSNorm",
+    "SwiGLU",
+    "llama_config",
+    "llama_inputs",
+]
 
 ATTN_IMPLEMENTATION = "eager"
 
@@ -89,15 +109,11 @@ class RMSNorm(LlamaRMSNorm):
         self.dim, self.eps = dim, eps
 
 
-class SwiGLU(nn.Module):
+class SwiGLU(nanolm_core.SwiGLU):
     """HF ``LlamaMLP`` on contract-named weights: y = W_down (silu(W_gate x) ⊙ W_up x), in the module dtype."""
 
     def __init__(self, dim: int, hidden_dim: int) -> None:
-        super().__init__()
-        self.dim, self.hidden_dim = dim, hidden_dim
-        self.w_gate = nn.Linear(dim, hidden_dim, bias=False)
-        self.w_up = nn.Linear(dim, hidden_dim, bias=False)
-        self.w_down = nn.Linear(hidden_dim, dim, bias=False)
+        super().__init__(dim, hidden_dim)
         cfg = LlamaConfig(
             hidden_size=dim,
             intermediate_size=hidden_dim,
@@ -123,21 +139,6 @@ class SwiGLU(nn.Module):
         return call_with(self._hf, self.hf_params(), x)
 
 
-class Attention(nn.Module):
-    """Holder of the contract's ``wq``, ``wk``, ``wv``, ``wo``; the arithmetic is HF's ``LlamaAttention``."""
-
-    def __init__(self, config: ModelConfig) -> None:
-        super().__init__()
-        D, H, G, K = config.dim, config.n_heads, config.n_kv_heads, config.head_dim
-        self.wq = nn.Linear(D, H * K, bias=False)
-        self.wk = nn.Linear(D, G * K, bias=False)
-        self.wv = nn.Linear(D, G * K, bias=False)
-        self.wo = nn.Linear(H * K, D, bias=False)
-
-    def hf_params(self, prefix: str = "") -> dict[str, torch.Tensor]:
-        return {f"{prefix}{p}_proj.weight": getattr(self, f"w{p}").weight for p in "qkvo"}
-
-
 def causal_mask(T: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """HF's eager additive mask, shape (1, 1, T, T): 0 where key s ≤ query t, finfo(dtype).min above the diagonal."""
     blocked = torch.ones(T, T, dtype=torch.bool, device=device).triu(1)
@@ -145,45 +146,64 @@ def causal_mask(T: int, dtype: torch.dtype, device: torch.device) -> torch.Tenso
     return mask[None, None]
 
 
-class Block(nn.Module):
-    """HF ``LlamaDecoderLayer``: h = x + attn(attn_norm(x)), out = h + ffn(ffn_norm(h)), on contract names.
+def llama_inputs(rotary: LlamaRotaryEmbedding, x: torch.Tensor) -> dict[str, Any]:
+    """What HF's attention needs beside x (B, T, D): positions 0..T−1, their cos/sin (two (B, T, K) tensors in
+    x.dtype) and the explicit causal mask."""
+    B, T, _ = x.shape
+    position_ids = torch.arange(T, device=x.device)[None].expand(B, T)  # (B, T)
+    return {
+        "attention_mask": causal_mask(T, x.dtype, x.device),
+        "position_ids": position_ids,
+        "position_embeddings": rotary(x, position_ids),
+    }
 
-    Positions 0..T−1; cos/sin from ``LlamaRotaryEmbedding`` (fp32 angles, rounded to x.dtype); causal mask
-    passed explicitly (``causal_mask``). The rotary module is kept out of the module tree so that
-    ``.to(dtype=bf16)`` cannot round its fp32 ``inv_freq``.
+
+class Attention(nanolm_core.Attention):
+    """HF ``LlamaAttention`` on the contract's ``wq``, ``wk``, ``wv``, ``wo`` (the reference's parameters).
+
+    Cos/sin from ``LlamaRotaryEmbedding`` (fp32 angles, rounded to x.dtype), kept out of the module tree so
+    that ``.to(dtype=bf16)`` cannot round its fp32 ``inv_freq``. ``Block`` runs the same arithmetic inside
+    ``LlamaDecoderLayer``.
     """
 
     def __init__(self, config: ModelConfig) -> None:
-        super().__init__()
-        self.config = config
-        self.attn_norm = RMSNorm(config.dim, config.norm_eps)
-        self.attn = Attention(config)
-        self.ffn_norm = RMSNorm(config.dim, config.norm_eps)
-        self.ffn = SwiGLU(config.dim, config.ffn_dim)
+        super().__init__(config)
         cfg = llama_config(config)
         hide(self, "_rotary", LlamaRotaryEmbedding(cfg))
         with torch.device("meta"):
-            hide(self, "_hf", LlamaDecoderLayer(cfg, layer_idx=0))
+            hide(self, "_hf", LlamaAttention(cfg, layer_idx=0))
+
+    def hf_params(self, prefix: str = "") -> dict[str, torch.Tensor]:
+        return {f"{prefix}{p}_proj.weight": getattr(self, f"w{p}").weight for p in "qkvo"}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _ = call_with(self._hf, self.hf_params(), x, **llama_inputs(self._rotary, x))
+        return out
+
+
+class Block(nanolm_core.Block):
+    """HF ``LlamaDecoderLayer``: h = x + attn(attn_norm(x)), out = h + ffn(ffn_norm(h)), on contract names.
+
+    The parts above hold the contract's parameters; the decoder layer runs on them with the attention's
+    positions, cos/sin and causal mask (``llama_inputs``).
+    """
+
+    norm_cls, attn_cls, ffn_cls = RMSNorm, Attention, SwiGLU
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        with torch.device("meta"):
+            hide(self, "_hf", LlamaDecoderLayer(llama_config(config), layer_idx=0))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() != 3:
             raise ValueError(f"Block: input must have shape (B, T, D), got {tuple(x.shape)}")
-        B, T, _ = x.shape
-        if T > self.config.max_seq_len:
-            raise ValueError(f"Block: sequence length T={T} exceeds max_seq_len={self.config.max_seq_len}")
+        if x.shape[1] > self.config.max_seq_len:
+            raise ValueError(f"Block: sequence length T={x.shape[1]} exceeds max_seq_len={self.config.max_seq_len}")
         params = {
             "input_layernorm.weight": self.attn_norm.weight,
             "post_attention_layernorm.weight": self.ffn_norm.weight,
             **self.attn.hf_params("self_attn."),
             **self.ffn.hf_params("mlp."),
         }
-        position_ids = torch.arange(T, device=x.device)[None].expand(B, T)  # (B, T)
-        cos_sin = self._rotary(x, position_ids)  # two (B, T, K) tensors in x.dtype
-        return call_with(
-            self._hf,
-            params,
-            x,
-            attention_mask=causal_mask(T, x.dtype, x.device),
-            position_ids=position_ids,
-            position_embeddings=cos_sin,
-        )
+        return call_with(self._hf, params, x, **llama_inputs(self.attn._rotary, x))

@@ -16,8 +16,8 @@ import types
 from typing import Any
 
 import torch
-from torch import nn
 
+import nanolm_core
 from properties.adapters import call_with, hide
 
 __all__ = ["CONVENTIONS", "SKIP_REASON", "RMSNorm", "SwiGLU", "skip_reason"]
@@ -69,14 +69,12 @@ def _require() -> Any:
     return lk
 
 
-class RMSNorm(nn.Module):
+class RMSNorm(nanolm_core.RMSNorm):
     """``LigerRMSNorm``: y = w · fl(x · rsqrt(mean(x²) + eps)), casting mode "llama" (two roundings)."""
 
     def __init__(self, dim: int, eps: float = 1e-6) -> None:
-        super().__init__()
         lk = _require()
-        self.dim, self.eps = dim, eps
-        self.weight = nn.Parameter(torch.ones(dim))
+        super().__init__(dim, eps)
         with torch.device("meta"):
             hide(self, "_liger", lk.LigerRMSNorm(dim, eps=eps, offset=0.0, casting_mode=CASTING_MODE))
 
@@ -84,16 +82,12 @@ class RMSNorm(nn.Module):
         return call_with(self._liger, {"weight": self.weight}, x)
 
 
-class SwiGLU(nn.Module):
+class SwiGLU(nanolm_core.SwiGLU):
     """``LigerSwiGLUMLP`` on contract-named weights: y = W_down (silu(W_gate x) ⊙ W_up x)."""
 
     def __init__(self, dim: int, hidden_dim: int) -> None:
-        super().__init__()
         lk = _require()
-        self.dim, self.hidden_dim = dim, hidden_dim
-        self.w_gate = nn.Linear(dim, hidden_dim, bias=False)
-        self.w_up = nn.Linear(dim, hidden_dim, bias=False)
-        self.w_down = nn.Linear(hidden_dim, dim, bias=False)
+        super().__init__(dim, hidden_dim)
         cfg = types.SimpleNamespace(hidden_size=dim, intermediate_size=hidden_dim, hidden_act="silu")
         with torch.device("meta"):
             hide(self, "_liger", lk.LigerSwiGLUMLP(cfg))

@@ -1,31 +1,46 @@
 """``nanolm-verify pitfalls [NAME ...]``: the pitfall gallery, demonstrated for a student.
 
-For each pitfall in ``properties.gallery.PITFALLS`` it runs the law that catches it against the wrong
-implementation and prints, wrapped to the terminal (80 columns by default): what the mistake is and why
-people make it, the law, the shrunk counterexample with golden vs actual vs bound (the law's failure
-message), and a line saying whether it was caught. ``--reference`` also runs each law against the
-reference (``nanolm_core``), which must pass it. Exit status 0 when every pitfall was caught as expected
-(and the reference passed), 1 otherwise, 2 for an unknown name.
+For each pitfall in ``properties.gallery.PITFALLS`` (the one catalogue of wrong implementations) it runs the
+law designated to catch it against the wrong implementation and prints, wrapped to the terminal (80 columns
+by default): what the mistake is and why people make it, the law, the shrunk counterexample with golden vs
+actual vs bound (the law's failure message), and a line saying whether it was caught. Caught means the law's
+own assertion failed (``cause == "law"``): a crash, a contract failure or a timeout of the wrong
+implementation is reported as NOT caught. ``--reference`` also runs each law against the reference
+(``nanolm_core``), which must pass it. Exit status 0 when every pitfall was caught as expected (or is a
+declared known gap) and the reference passed, 1 otherwise, 2 for an unknown name.
+
+``demonstrate_pitfall`` is the one verdict the CLI, docs/gallery.md and the kill-matrix test share.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import re
 import sys
 import textwrap
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
 from golden.formats import fmt
-from properties.gallery import PITFALLS, Pitfall
+from properties.gallery import KINDS, PITFALLS, Pitfall
 from properties.running.loading import load
 from properties.running.runner import LAWS, run_law
 
-__all__ = ["Demo", "demonstrate", "explain", "kill_matrix", "register", "render_demo", "render_markdown", "wrap_block"]
+__all__ = [
+    "Demo",
+    "KillMatrix",
+    "demonstrate",
+    "demonstrate_pitfall",
+    "explain",
+    "kill_matrix",
+    "register",
+    "render_demo",
+    "render_markdown",
+    "wrap_block",
+]
 
 DEFAULT_WIDTH = 80
 
@@ -34,14 +49,18 @@ DEFAULT_WIDTH = 80
 class Demo:
     """The outcome of demonstrating one pitfall: the law's result on it (and on the reference, if asked)."""
 
-    name: str
     pitfall: Pitfall
     result: Any  # runner.LawResult
     reference: Any | None = None  # LawResult of the same law on nanolm_core, when run
 
     @property
+    def name(self) -> str:
+        return self.pitfall.name
+
+    @property
     def caught(self) -> bool:
-        return self.result.status == "failed"
+        """The law's own assertion failed — not a crash, contract failure or timeout of the implementation."""
+        return self.result.status == "failed" and self.result.cause == "law"
 
     @property
     def ok(self) -> bool:
@@ -49,18 +68,32 @@ class Demo:
         expected = self.caught or bool(self.pitfall.pending)
         return expected and (self.reference is None or self.reference.status == "passed")
 
+    @property
+    def outcome(self) -> str:
+        """ "caught", or why not: the status, with the cause of a failure that is not the law's."""
+        if self.caught:
+            return "caught"
+        r = self.result
+        return f"{r.status} (cause {r.cause})" if r.status == "failed" else r.status
 
-def demonstrate(
-    name: str, *, profile: str = "ci", seed: int | None = None, device: str = "cpu", reference: bool = False
+
+def demonstrate_pitfall(
+    pitfall: Pitfall, *, profile: str = "ci", seed: int | None = None, device: str = "cpu", reference: bool = False
 ) -> Demo:
-    """Run pitfall ``name``'s law against its wrong implementation (and optionally the reference)."""
-    pitfall = PITFALLS[name]
+    """Run ``pitfall.law`` against its wrong implementation (and optionally against the reference)."""
     law = LAWS[pitfall.law]
     result = run_law(law, load(pitfall.module), dtype=pitfall.torch_dtype, device=device, profile=profile, seed=seed)
     ref = None
     if reference:
         ref = run_law(law, load("nanolm_core"), dtype=pitfall.torch_dtype, device=device, profile=profile, seed=seed)
-    return Demo(name, pitfall, result, ref)
+    return Demo(pitfall, result, ref)
+
+
+def demonstrate(
+    name: str, *, profile: str = "ci", seed: int | None = None, device: str = "cpu", reference: bool = False
+) -> Demo:
+    """Demonstrate the catalogue's pitfall ``name`` (see ``demonstrate_pitfall``)."""
+    return demonstrate_pitfall(PITFALLS[name], profile=profile, seed=seed, device=device, reference=reference)
 
 
 # ---------------------------------------------------------------------------------------------- text
@@ -165,17 +198,19 @@ def _command_lines(command: str, width: int) -> list[str]:
     return out
 
 
-def explain(name: str) -> str:
+def _doc(pitfall: Pitfall) -> str:
+    return (load(pitfall.module).module.__doc__ or "").strip()
+
+
+def explain(pitfall: Pitfall | str) -> str:
     """The pitfall's docstring (mistake, why, evidence, the catching law) without its title line."""
-    module = importlib.import_module(PITFALLS[name].module)
-    doc = (module.__doc__ or "").strip()
+    doc = _doc(PITFALLS[pitfall] if isinstance(pitfall, str) else pitfall)
     body = doc.split("\n", 1)[1].strip() if "\n" in doc else doc
     return body.replace("``", "")
 
 
-def _title(name: str) -> str:
-    module = importlib.import_module(PITFALLS[name].module)
-    return (module.__doc__ or name).strip().splitlines()[0].removeprefix("Pitfall:").strip()
+def _title(pitfall: Pitfall) -> str:
+    return (_doc(pitfall) or pitfall.name).splitlines()[0].removeprefix("Pitfall:").strip()
 
 
 def examples_needed(result: Any) -> str:
@@ -197,13 +232,18 @@ def render_demo(demo: Demo, index: int, total: int, width: int = DEFAULT_WIDTH) 
     """The student-facing text of one demonstration, at most ``width`` columns per line."""
     p, r = demo.pitfall, demo.result
     lines = ["═" * width]
-    lines += textwrap.wrap(f"[{index}/{total}] {demo.name}: {_title(demo.name)}", width, subsequent_indent="    ")
-    lines += textwrap.wrap(f"wrong implementation: {p.module} ({p.component})", width, subsequent_indent="    ")
+    lines += textwrap.wrap(f"[{index}/{total}] {demo.name}: {_title(p)}", width, subsequent_indent="    ")
+    lines += textwrap.wrap(
+        f"wrong implementation: {p.module} ({p.component}; {p.kind})",
+        width,
+        subsequent_indent="    ",
+        break_on_hyphens=False,
+    )
     lines += textwrap.wrap(
         f"law: {p.law} · {r.dtype} · {r.device} · profile {r.profile}", width, subsequent_indent="    "
     )
     lines.append("─" * width)
-    lines += wrap_block(explain(demo.name), width)
+    lines += wrap_block(explain(p), width)
     lines.append("")
     lines += textwrap.wrap(f"The law: {r.law}", width, subsequent_indent="  ")
     lines.append("")
@@ -218,14 +258,14 @@ def render_demo(demo: Demo, index: int, total: int, width: int = DEFAULT_WIDTH) 
         lines += textwrap.wrap(f"✔ CAUGHT: {p.law} failed on {demo.name} ({r.dtype}), as it should.", width)
     elif p.pending:
         lines += textwrap.wrap(
-            f"… NOT CAUGHT YET (a known gap): {p.law} returned '{r.status}' after {r.examples} "
+            f"… NOT CAUGHT YET (a known gap): {p.law} returned {demo.outcome} after {r.examples} "
             f"example(s) in the {r.profile} profile. Why: {p.pending}.",
             width,
         )
     else:
         lines += textwrap.wrap(
-            f"✘ NOT CAUGHT: {p.law} returned '{r.status}' on {demo.name} after {r.examples} "
-            f"example(s) — the gallery expects 'failed'.",
+            f"✘ NOT CAUGHT: {p.law} returned {demo.outcome} on {demo.name} after {r.examples} "
+            f"example(s) — the catalogue expects the law's own assertion to fail (cause law).",
             width,
         )
         if r.message:
@@ -251,7 +291,7 @@ def _summary(demos: Iterable[Demo], width: int) -> list[str]:
         elif d.pitfall.pending:
             status = "pending"
         else:
-            status = f"NOT caught ({d.result.status})"
+            status = f"NOT caught: {d.outcome}"
         if d.reference is not None and d.reference.status != "passed":
             status += f"; reference {d.reference.status}"
         rows.append(
@@ -283,79 +323,143 @@ def _summary(demos: Iterable[Demo], width: int) -> list[str]:
 # ---------------------------------------------------------------------------------------------- kill matrix
 
 
-def kill_matrix(profile: str = "ci", device: str = "cpu") -> dict[str, dict[str, Any]]:
-    """Every pitfall × every law of its component → LawResult (in the pitfall's dtype where the law applies,
-    else the law's first dtype); plus the reference's result on each law under the key "nanolm_core"."""
+@dataclasses.dataclass
+class KillMatrix:
+    """Every catalogue entry against its designated law (with the reference on the same law and dtype) and
+    against every other law of its component; the reference against every law."""
 
-    def dtype_for(law: Any, preferred: str) -> Any:
-        wanted = fmt(preferred).dtype
-        return wanted if wanted in law.dtypes else law.dtypes[0]
+    profile: str
+    demos: dict[str, Demo]  # name → the verdict of its designated law, reference included
+    rows: dict[str, dict[str, Any]]  # name → {law id: LawResult} for every law of its component
+    reference: dict[str, Any]  # law id → LawResult of nanolm_core (fp32 where the law applies)
 
-    matrix: dict[str, dict[str, Any]] = {}
+    @property
+    def ok(self) -> bool:
+        return all(d.ok for d in self.demos.values()) and all(r.status == "passed" for r in self.reference.values())
+
+
+def _dtype_for(law: Any, preferred: Any) -> Any:
+    wanted = fmt(preferred).dtype
+    return wanted if wanted in law.dtypes else law.dtypes[0]
+
+
+def kill_matrix(profile: str = "ci", device: str = "cpu") -> KillMatrix:
+    """Run the catalogue: each entry's designated law (and the reference on it), then every other law of its
+    component in the entry's dtype where the law applies (else the law's first dtype)."""
+    ref_impl, ref_runs = load("nanolm_core"), {}
+
+    def on_reference(law: Any, dtype: Any) -> Any:
+        key = (law.id, fmt(dtype).name)
+        if key not in ref_runs:
+            ref_runs[key] = run_law(law, ref_impl, dtype=dtype, device=device, profile=profile)
+        return ref_runs[key]
+
+    demos, rows = {}, {}
     for name, p in PITFALLS.items():
+        demo = demonstrate_pitfall(p, profile=profile, device=device)
+        demo.reference = on_reference(LAWS[p.law], p.torch_dtype)
         impl = load(p.module)
-        matrix[name] = {
-            law_id: run_law(law, impl, dtype=dtype_for(law, p.dtype), device=device, profile=profile)
-            for law_id, law in LAWS.items()
-            if law.component == p.component
-        }
-    ref = load("nanolm_core")
-    matrix["nanolm_core"] = {
-        law_id: run_law(law, ref, dtype=dtype_for(law, "float32"), device=device, profile=profile)
-        for law_id, law in LAWS.items()
-    }
-    return matrix
+        demos[name], rows[name] = demo, {}
+        for law_id, law in LAWS.items():
+            if law.component == p.component:
+                dtype = _dtype_for(law, p.dtype)
+                same = law_id == p.law and dtype == p.torch_dtype
+                rows[name][law_id] = (
+                    demo.result if same else run_law(law, impl, dtype=dtype, device=device, profile=profile)
+                )
+    reference = {law_id: on_reference(law, _dtype_for(law, "fp32")) for law_id, law in LAWS.items()}
+    return KillMatrix(profile, demos, rows, reference)
+
+
+_NOT_THE_LAW = {"contract": "C", "crash": "X", "timeout": "T"}
 
 
 def _cell(result: Any, named: bool) -> str:
-    if result.status == "failed":
+    if result.status == "failed" and result.cause == "law":
         needed = examples_needed(result)
         text = "✔ " + ("all" if needed.startswith("exhaustive") else needed.removesuffix(" check"))
+    elif result.status == "failed":
+        text = _NOT_THE_LAW.get(result.cause or "", "?")
     else:
         text = {"passed": "·", "skipped": "–", "error": "E"}.get(result.status, "?")
     return f"**{text}**" if named else text
 
 
-def render_markdown(matrix: dict[str, dict[str, Any]], profile: str = "ci") -> str:
-    """docs/gallery.md: the catalogue (pitfall, law, examples needed) and the full kill matrix per component."""
-    ref = matrix.get("nanolm_core", {})
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _evidence(p: Pitfall) -> str:
+    refs = ", ".join(p.evidence)
+    if not refs:
+        return "—"
+    return f"related: {refs}" if p.kind == "test-only" else refs
+
+
+def render_markdown(km: KillMatrix) -> str:
+    """docs/gallery.md: the catalogue, each law's designated entries, and the full kill matrix per component."""
+    kinds = Counter(p.kind for p in PITFALLS.values())
     lines = [
-        "# The pitfall gallery and its kill matrix",
+        "# The catalogue of wrong implementations and its kill matrix",
         "",
-        "Generated by `nanolm-verify pitfalls --markdown docs/gallery.md` (profile `" + profile + "`, CPU); "
-        "checked by `tests/commands/test_gallery.py`. Each pitfall is a small module in `properties/gallery/` "
-        "that follows "
-        "the implementation contract with one realistic mistake; its docstring says what the mistake is, why "
-        "people make it, where it bit a real project, and which law catches it. Run "
-        "`nanolm-verify pitfalls NAME` to see the explanation, the shrunk counterexample and golden vs actual vs "
-        "bound; check one like any implementation with `nanolm-verify check properties.gallery.NAME`.",
+        f"Generated by `nanolm-verify pitfalls --markdown docs/gallery.md` (profile `{km.profile}`, CPU); the same "
+        "verdicts are required by `tests/commands/test_kill_matrix.py`. Each entry is a small module in "
+        "`properties/gallery/` that follows the implementation contract with one mistake — a subclass of the "
+        "reference that overrides the one wrong thing (for attention, one named step of `nanolm_core.Attention`); "
+        "its docstring says what the mistake is, why people make it, where it bit a real project, and which law "
+        "catches it. Run `nanolm-verify pitfalls NAME` to see the explanation, the shrunk counterexample and "
+        "golden vs actual vs bound; check one like any implementation with "
+        "`nanolm-verify check properties.gallery.NAME`.",
+        "",
+        f"{len(PITFALLS)} entries: " + ", ".join(f"{kinds[k]} {k}" for k in KINDS) + ". A *course mistake* is "
+        "one of the course's seeds, a *real-world bug* hit a public project (its evidence), a *test-only* entry is "
+        "a mutation kept to prove that a law has power (evidence, if any, is related).",
         "",
         "## The catalogue",
         "",
-        "| # | pitfall | mistake | caught by (law) | dtype | examples needed | reference |",
-        "|---|---|---|---|---|---|---|",
+        "Caught means the designated law's own assertion failed (cause `law`); a crash, a contract failure or a "
+        "timeout of the wrong implementation does not count.",
+        "",
+        "| # | pitfall | kind | mistake | designated law | dtype | caught after | evidence | reference |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for i, (name, p) in enumerate(PITFALLS.items(), 1):
-        r = matrix[name][p.law]
-        if r.status == "failed":
-            needed = examples_needed(r)
+        d = km.demos[name]
+        if d.caught:
+            needed = examples_needed(d.result)
         else:
-            needed = f"pending: {p.pending}" if p.pending else f"NOT CAUGHT ({r.status})"
-        ref_status = ref[p.law].status if p.law in ref else "not run"
-        lines.append(f"| {i} | `{name}` | {p.title} | `{p.law}` | {r.dtype} | {needed} | {ref_status} |")
+            needed = f"pending ({d.outcome}): {p.pending}" if p.pending else f"NOT CAUGHT: {d.outcome}"
+        ref_status = d.reference.status if d.reference is not None else "not run"
+        lines.append(
+            f"| {i} | `{name}` | {p.kind} | {_md(p.title)} | `{p.law}` | {p.dtype} | {_md(needed)} | "
+            f"{_evidence(p)} | {ref_status} |"
+        )
     lines += [
         "",
-        "“Examples needed”: Hypothesis examples until the first failure (before shrinking), explicit `@example` "
+        "“Caught after”: Hypothesis examples until the first failure (before shrinking), explicit `@example` "
         "pins included; “1 check”: a law without `@given` (one deterministic check); “exhaustive”: a law that "
-        "checks every value of the dtype in one call.",
+        "checks every value of the dtype in one call. “Reference”: `nanolm_core` on the same law and dtype.",
+        "",
+        "## Every law and the wrong implementations designated to it",
+        "",
+        "| law | dtypes | designated entries |",
+        "|---|---|---|",
+    ]
+    for law_id, law in LAWS.items():
+        entries = [
+            f"`{n}`" + ("" if km.demos[n].caught else " (pending)") for n, p in PITFALLS.items() if p.law == law_id
+        ]
+        dtypes = ", ".join(fmt(d).name for d in law.dtypes)
+        lines.append(f"| `{law_id}` | {dtypes} | {', '.join(entries) or '**none**'} |")
+    lines += [
         "",
         "## The kill matrix",
         "",
-        "Every pitfall against every law of its component, in the pitfall's dtype where the law applies (else "
-        "the law's own dtype). `✔ n`: the law fails the pitfall (caught after n examples); `·`: passes; `–`: "
-        "skipped (dtype not applicable); `E`: error; `✔ all`: caught by an exhaustive law (every value of the "
-        "dtype at once). **Bold**: the law named in the catalogue. The last row is the "
-        "reference, which must pass every law.",
+        "Every entry against every law of its component, in the entry's dtype where the law applies (else the "
+        "law's own dtype). `✔ n`: the law's assertion fails the entry (caught after n examples; `✔ all`: an "
+        "exhaustive law); `·`: passes; `–`: skipped (dtype not applicable); failed for another cause: `C` "
+        "contract, `X` crash, `T` timeout (not a catch); `E`: error of the suite. **Bold**: the designated law. "
+        "The last row is the reference, which must pass every law.",
     ]
     for component in ("RMSNorm", "SwiGLU", "Block"):
         law_ids = [law_id for law_id, law in LAWS.items() if law.component == component]
@@ -367,19 +471,17 @@ def render_markdown(matrix: dict[str, dict[str, Any]], profile: str = "ci") -> s
             "Columns: " + ", ".join(f"**{j}** `{law_id.split('.', 1)[1]}`" for j, law_id in enumerate(law_ids, 1)),
             "",
         ]
-        lines.append("| pitfall | " + " | ".join(str(j) for j in range(1, len(law_ids) + 1)) + " |")
+        lines.append("| entry | " + " | ".join(str(j) for j in range(1, len(law_ids) + 1)) + " |")
         lines.append("|---|" + "---|" * len(law_ids))
         for name in names:
-            row = matrix[name]
-            cells = [_cell(row[law_id], law_id == PITFALLS[name].law) for law_id in law_ids]
+            cells = [_cell(km.rows[name][law_id], law_id == PITFALLS[name].law) for law_id in law_ids]
             lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
-        if ref:
-            lines.append("| *nanolm_core* | " + " | ".join(_cell(ref[law_id], False) for law_id in law_ids) + " |")
-    caught = [n for n, p in PITFALLS.items() if matrix[n][p.law].status == "failed"]
+        lines.append("| *nanolm_core* | " + " | ".join(_cell(km.reference[law_id], False) for law_id in law_ids) + " |")
+    caught = [n for n, d in km.demos.items() if d.caught]
     pending = [n for n, p in PITFALLS.items() if p.pending and n not in caught]
     lines += [
         "",
-        f"{len(caught)} of {len(PITFALLS)} pitfalls are caught by their named law in the `{profile}` profile"
+        f"{len(caught)} of {len(PITFALLS)} entries are caught by their designated law in the `{km.profile}` profile"
         + (f"; pending (known gaps, see the catalogue): {', '.join(pending)}" if pending else "")
         + ".",
         "",
@@ -447,10 +549,10 @@ def _run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.list:
         return _list(width, out)
     if args.markdown:
-        matrix = kill_matrix(args.profile, args.device)
-        Path(args.markdown).write_text(render_markdown(matrix, args.profile), encoding="utf-8")
+        km = kill_matrix(args.profile, args.device)
+        Path(args.markdown).write_text(render_markdown(km), encoding="utf-8")
         print(f"wrote {args.markdown}", file=out)
-        return 0 if all(matrix[n][p.law].status == "failed" or p.pending for n, p in PITFALLS.items()) else 1
+        return 0 if km.ok else 1
     names = args.names or list(PITFALLS)
     unknown = [n for n in names if n not in PITFALLS]
     if unknown:

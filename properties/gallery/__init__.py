@@ -1,40 +1,56 @@
-"""The pitfall gallery: wrong implementations from real bugs, each caught by a named law.
+"""The catalogue of wrong implementations: one module per bug, each caught by the law designated to it.
 
-Every module here follows the implementation contract (it defines the component it gets wrong, as
-a subclass of the reference with the wrong part overridden) and can be checked like any other:
-``nanolm-verify check properties.gallery.mean_subtraction``. Its docstring states the mistake, why
-people make it, the real-world evidence and the law that catches it.
+Every module follows the implementation contract: it defines the one component it gets wrong, as a subclass
+of the reference (``nanolm_core``) that overrides the one wrong thing — for attention, one named step of
+``nanolm_core.Attention`` (``rope``, ``expand_kv``, ``scores``, ``mask``, …) — and can be checked like any other
+implementation: ``nanolm-verify check properties.gallery.mean_subtraction``. Its docstring states the mistake,
+why people make it, the evidence (``owner/repo#number`` where a public project hit it) and the law that
+catches it.
 
-``PITFALLS`` maps a pitfall's name to ``Pitfall(module, law, dtype, title, pending)``: the import path
-of the wrong implementation, the id of the law in ``properties.registry.LAWS`` that catches it, the
-dtype it is demonstrated in, a one-line title, and — only for a known gap — why the ci profile cannot
-catch it yet. The kill matrix (tests/commands/test_gallery.py, rendered in docs/gallery.md) checks that each
-law fails its pitfall and passes the reference.
+``PITFALLS`` is the one table, name → ``Pitfall(module, law, dtype, kind, title, pending)``:
+
+    law      the id in ``LAWS`` designated to catch it (``<Component>.<law function>``)
+    dtype    the dtype it is demonstrated in ("fp32", "bf16", …)
+    kind     "course mistake" (the course's seeds), "real-world bug" (a public project hit it: its evidence
+             cites owner/repo#number) or "test-only" (a mutation kept to prove a law has power)
+    title    one line for tables and the command line
+    pending  "" when the law must catch it in the ci profile (with cause "law"); else the known gap
+
+``Pitfall.evidence`` reads the ``owner/repo#number`` references from the module's docstring (one place for
+them). The kill matrix (``tests/commands/test_kill_matrix.py``, rendered in docs/gallery.md by
+``nanolm-verify pitfalls --markdown``) proves each law against its entries and the reference.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 from types import ModuleType
 from typing import NamedTuple
 
 import torch
 
-__all__ = ["PITFALLS", "Pitfall", "load_module"]
+from golden.formats import fmt
+
+__all__ = ["KINDS", "PITFALLS", "Pitfall", "load_module"]
+
+COURSE, REAL, TEST = KINDS = ("course mistake", "real-world bug", "test-only")
+_REFERENCE = re.compile(r"\b[\w.-]+/[\w.-]+#\d+\b")  # owner/repo#number
 
 
 class Pitfall(NamedTuple):
-    """One gallery entry: where the wrong implementation lives and how it is caught."""
+    """One catalogue entry: where the wrong implementation lives and the law designated to catch it."""
 
-    module: str  # dotted import path, usable as an implementation spec
-    law: str  # "<Component>.<law function>", a key of properties.registry.LAWS
-    dtype: str  # torch dtype name the demonstration runs in ("float32", "bfloat16", ...)
+    module: str  # dotted import path (or a .py path), usable as an implementation spec
+    law: str  # "<Component>.<law function>", a key of LAWS
+    dtype: str  # the dtype it is demonstrated in: "fp64", "fp32", "fp16" or "bf16"
+    kind: str  # one of KINDS
     title: str  # one line for tables and the CLI
-    pending: str = ""  # a known gap: why the law cannot catch it in the ci profile yet ("" = it must)
+    pending: str = ""  # a known gap: why the law cannot catch it (cause "law", ci profile) yet; "" = it must
 
     @property
     def name(self) -> str:
-        return self.module.rsplit(".", 1)[-1]
+        return self.module.removesuffix(".py").replace("/", ".").rsplit(".", 1)[-1]
 
     @property
     def component(self) -> str:
@@ -42,67 +58,116 @@ class Pitfall(NamedTuple):
 
     @property
     def torch_dtype(self) -> torch.dtype:
-        return getattr(torch, self.dtype)
+        return fmt(self.dtype).dtype
+
+    @property
+    def docstring(self) -> str:
+        return importlib.import_module(self.module).__doc__ or ""
+
+    @property
+    def evidence(self) -> tuple[str, ...]:
+        """The owner/repo#number references of the docstring's "Evidence:" paragraph, in order."""
+        section = self.docstring.partition("Evidence:")[2].split("\n\n", 1)[0]
+        return tuple(dict.fromkeys(_REFERENCE.findall(section)))
 
 
-def _entry(name: str, law: str, dtype: str, title: str, pending: str = "") -> tuple[str, Pitfall]:
-    return name, Pitfall(f"{__name__}.{name}", law, dtype, title, pending)
+def _entry(name: str, law: str, dtype: str, kind: str, title: str, pending: str = "") -> tuple[str, Pitfall]:
+    return name, Pitfall(f"{__name__}.{name}", law, dtype, kind, title, pending)
 
+
+_SHAPE_LAW_GAP = (
+    "the law asserts nothing itself: the harness's output check reports the wrong dtype as a contract failure"
+)
 
 # fmt: off
 PITFALLS: dict[str, Pitfall] = dict([
-    # The course's common mistakes (week 6).
-    _entry("mean_subtraction", "RMSNorm.rmsnorm_does_not_center", "float32",
+    # RMSNorm
+    _entry("mean_subtraction", "RMSNorm.rmsnorm_does_not_center", "fp32", COURSE,
            "subtracting the mean: LayerNorm without a bias"),
-    _entry("wrong_axis", "RMSNorm.rmsnorm_rows_are_independent", "float32",
+    _entry("wrong_axis", "RMSNorm.rmsnorm_rows_are_independent", "fp32", COURSE,
            "normalising over the (T, D) slab instead of each row"),
-    _entry("forgot_gamma", "RMSNorm.rmsnorm_scales_with_gamma", "float32",
+    _entry("forgot_gamma", "RMSNorm.rmsnorm_scales_with_gamma", "fp32", COURSE,
            "forgetting γ (invisible while γ = 1)"),
-    _entry("bf16_accumulation", "RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded", "bfloat16",
+    _entry("bf16_accumulation", "RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded", "bf16", COURSE,
            "sum of squares accumulated in bf16"),
-    _entry("normalized_residual", "Block.block_is_identity_when_branches_are_zeroed", "float32",
-           "adding the normalised x to the stream"),
-    _entry("ffn_dim_4d", "Block.block_has_llama_parameter_count", "float32",
-           "F = 4D with three matrices (1.5× the parameters)"),
-    # Real-world RMSNorm bugs.
-    _entry("eps_outside_sqrt", "RMSNorm.rmsnorm_matches_golden", "float32",
+    _entry("eps_outside_sqrt", "RMSNorm.rmsnorm_matches_golden", "fp32", REAL,
            "eps outside the square root: x / (rms + eps)"),
-    _entry("missing_eps", "RMSNorm.rmsnorm_maps_zero_row_to_zeros", "float32",
+    _entry("missing_eps", "RMSNorm.rmsnorm_maps_zero_row_to_zeros", "fp32", REAL,
            "no eps: NaN on a zero (padding) row"),
-    _entry("fp16_square_overflow", "RMSNorm.rmsnorm_is_scale_invariant", "float16",
-           "x² overflows fp16 above |x| ≈ 256, output 0"),
-    _entry("gemma_offset_twice", "RMSNorm.rmsnorm_scales_with_gamma", "float32",
+    _entry("fp16_square_overflow", "RMSNorm.rmsnorm_is_scale_invariant", "fp16", REAL,
+           "x² overflows fp16 above 256, the row becomes 0"),
+    _entry("gemma_offset_twice", "RMSNorm.rmsnorm_scales_with_gamma", "fp32", REAL,
            "Gemma's (1 + w) applied to a plain gain"),
-    _entry("global_max_rescale", "RMSNorm.rmsnorm_confines_nonfinite_to_row", "float32",
+    _entry("global_max_rescale", "RMSNorm.rmsnorm_confines_nonfinite_to_row", "fp32", REAL,
            "overflow guard scaled by the whole tensor's max"),
-    _entry("batch_variant", "RMSNorm.rmsnorm_is_batch_invariant", "float32",
+    _entry("batch_variant", "RMSNorm.rmsnorm_is_batch_invariant", "fp32", REAL,
            "result bits depend on the batch size"),
-    _entry("inplace_input", "RMSNorm.rmsnorm_does_not_modify_input", "float32",
+    _entry("inplace_input", "RMSNorm.rmsnorm_does_not_modify_input", "fp32", REAL,
            "normalising in place overwrites the caller's x"),
-    _entry("dtype_drift", "RMSNorm.rmsnorm_preserves_shape_dtype_device", "bfloat16",
-           "bf16 in, fp32 out"),
-    _entry("rmsnorm_wrong_backward", "RMSNorm.rmsnorm_gradients_match_golden", "float32",
+    _entry("dtype_drift", "RMSNorm.rmsnorm_preserves_shape_dtype_device", "bf16", REAL,
+           "bf16 in, fp32 out", pending=_SHAPE_LAW_GAP),
+    _entry("rmsnorm_wrong_backward", "RMSNorm.rmsnorm_gradients_match_golden", "fp32", REAL,
            "hand-written backward treats the RMS as a constant"),
-    # SwiGLU.
-    _entry("swapped_gate_up", "SwiGLU.swiglu_matches_golden", "float32",
+    _entry("norm_without_mean", "RMSNorm.rmsnorm_output_has_norm_sqrt_d", "fp32", TEST,
+           "sum of squares where the mean belongs: ‖y‖ = 1, not √D"),
+    _entry("abs_of_x", "RMSNorm.rmsnorm_preserves_sign", "fp32", TEST,
+           "normalising |x|: the sign is lost"),
+    _entry("rmsnorm_weight_backward", "RMSNorm.rmsnorm_gradients_pass_gradcheck", "fp64", TEST,
+           "hand-written backward: dγ without the normaliser"),
+    # SwiGLU
+    _entry("swapped_gate_up", "SwiGLU.swiglu_matches_golden", "fp32", REAL,
            "gate and up projections swapped"),
-    _entry("gelu_instead_of_silu", "SwiGLU.swiglu_is_elementwise_silu_gate", "bfloat16",
+    _entry("gelu_instead_of_silu", "SwiGLU.swiglu_is_elementwise_silu_gate", "bf16", REAL,
            "GELU in place of SiLU (GeGLU)"),
-    _entry("silu_cancellation", "SwiGLU.swiglu_is_elementwise_silu_gate", "bfloat16",
+    _entry("silu_cancellation", "SwiGLU.swiglu_is_elementwise_silu_gate", "bf16", REAL,
            "silu(z) = z·(1 − σ(−z)) cancels in bf16"),
-    _entry("swiglu_wrong_backward", "SwiGLU.swiglu_gradients_match_golden", "float32",
+    _entry("swiglu_wrong_backward", "SwiGLU.swiglu_gradients_match_golden", "fp32", REAL,
            "hand-written silu backward uses σ(z) as the derivative"),
-    # Block and attention.
-    _entry("post_norm", "Block.block_is_identity_when_branches_are_zeroed", "float32",
+    _entry("swiglu_bias", "SwiGLU.swiglu_has_three_matrices_of_ffn_dim", "fp32", REAL,
+           "nn.Linear's default bias: six tensors, not three",
+           pending="the law loads the state dict before it counts: the extra biases are reported as a "
+                   "contract failure of load_state_dict(strict=True)"),
+    _entry("swiglu_offset", "SwiGLU.swiglu_maps_zero_to_zero", "fp32", TEST,
+           "a stray constant in the hidden activation"),
+    _entry("hidden_position_scale", "SwiGLU.swiglu_is_invariant_to_hidden_permutation", "fp32", TEST,
+           "hidden unit j scaled by its position"),
+    _entry("token_mixing", "SwiGLU.swiglu_tokens_are_independent", "fp32", TEST,
+           "each token mixed with its neighbour before the FFN"),
+    _entry("leaky_output", "SwiGLU.swiglu_is_linear_in_w_down", "fp32", TEST,
+           "a leaky clamp after W_down"),
+    _entry("swiglu_fp32_output", "SwiGLU.swiglu_preserves_shape_dtype_device", "bf16", TEST,
+           "bf16 in, fp32 out", pending=_SHAPE_LAW_GAP),
+    _entry("inplace_swiglu", "SwiGLU.swiglu_does_not_modify_input", "fp32", TEST,
+           "the input buffer reused as scratch"),
+    _entry("bf16_truncated_hidden", "SwiGLU.swiglu_bf16_drift_from_fp32_is_bounded", "bf16", TEST,
+           "bf16 hidden activation stored with 4 mantissa bits"),
+    _entry("swiglu_up_backward", "SwiGLU.swiglu_gradients_pass_gradcheck", "fp64", TEST,
+           "no gradient through the up projection"),
+    # Block
+    _entry("normalized_residual", "Block.block_is_identity_when_branches_are_zeroed", "fp32", COURSE,
+           "adding the normalised x to the stream"),
+    _entry("ffn_dim_4d", "Block.block_has_llama_parameter_count", "fp32", COURSE,
+           "F = 4D with three matrices (1.5× the parameters)"),
+    _entry("post_norm", "Block.block_preserves_gradient_through_depth", "fp32", REAL,
            "post-norm block (the 2017 order)"),
-    _entry("non_causal", "Block.block_is_causal", "float32",
+    _entry("non_causal", "Block.block_is_causal", "fp32", REAL,
            "attention without the causal mask"),
-    _entry("gqa_modulo", "Block.block_matches_golden", "float32",
+    _entry("gqa_modulo", "Block.block_matches_golden", "fp32", REAL,
            "GQA: query head h reads kv head h mod G"),
-    _entry("rope_interleaved", "Block.block_matches_golden", "float32",
+    _entry("rope_interleaved", "Block.block_matches_golden", "fp32", REAL,
            "RoPE on interleaved pairs, not rotate-half"),
-    _entry("missing_attention_scale", "Block.block_matches_golden", "float32",
+    _entry("missing_attention_scale", "Block.block_matches_golden", "fp32", REAL,
            "attention scores without 1/√K"),
+    _entry("detached_branch_input", "Block.block_jacobian_is_identity_plus_branch", "fp32", TEST,
+           "the FFN branch reads a detached h"),
+    _entry("block_fp32_output", "Block.block_preserves_shape_dtype_device", "bf16", TEST,
+           "residual stream kept and returned in fp32", pending=_SHAPE_LAW_GAP),
+    _entry("inplace_residual", "Block.block_does_not_modify_input", "fp32", TEST,
+           "the residual added in place into the caller's x"),
+    _entry("detached_attention_input", "Block.block_gradients_pass_gradcheck", "fp64", TEST,
+           "the attention branch reads a detached norm(x)"),
+    _entry("ffn_4d_default", "Block.block_ffn_dim_is_8d_over_3", "fp32", TEST,
+           "F = 4D whenever the config did not say otherwise"),
 ])
 # fmt: on
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 
 import nanolm_core
-from nanolm_core._checks import check_features, upcast_dtype
+from nanolm_core._checks import upcast_dtype
 
 __all__ = ["RMSNorm"]
 
@@ -28,7 +28,4 @@ class RMSNorm(nanolm_core.RMSNorm):
     """WRONG: y = x·rsqrt(mean(x²) + eps)·w returned in the compute dtype (fp32 for bf16/fp16 input)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_features(x, self.dim, "RMSNorm", self.weight)
-        xc = x.to(upcast_dtype(x.dtype))
-        r = torch.rsqrt(xc.pow(2).mean(dim=-1, keepdim=True) + self.eps)
-        return xc * r * self.weight.to(xc.dtype)  # the bug: no ".to(x.dtype)"
+        return super().forward(x.to(upcast_dtype(x.dtype)))  # the bug: upcast on the way in, never cast back

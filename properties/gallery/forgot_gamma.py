@@ -28,5 +28,4 @@ class RMSNorm(nanolm_core.RMSNorm):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_features(x, self.dim, "RMSNorm", self.weight)
         xc = x.to(upcast_dtype(x.dtype))
-        r = torch.rsqrt(xc.pow(2).mean(dim=-1, keepdim=True) + self.eps)
-        return (xc * r).to(x.dtype)  # the bug: no "* self.weight"
+        return (xc * torch.rsqrt(xc.pow(2).mean(dim=-1, keepdim=True) + self.eps)).to(x.dtype)  # the bug: no "* w"

@@ -10,10 +10,14 @@ Why people make it: "Attention Is All You Need" and many tutorials draw the norm
 addition; both orders give a working model at 2–6 layers.
 
 Evidence: Xiong et al., "On Layer Normalization in the Transformer Architecture" (2020);
-Takase et al. (2022); the course's "why did everyone switch to pre-norm" question.
+Takase et al. (2022); huggingface/transformers#3929 (pre-norm added for gradient propagation in deep
+stacks), lucidrains/vit-pytorch#56 (post-norm "was hard to train, often diverging"); the course's "why did
+everyone switch to pre-norm" question.
 
-Caught by: Block.block_is_identity_when_branches_are_zeroed — with zeroed branch outputs a
-post-norm block returns norm₂(norm₁(x)), not x. (See also docs/grad_norm_vs_depth.png.)
+Caught by: Block.block_preserves_gradient_through_depth — through 4 stacked blocks the gradient norm must
+match the fp64 pre-norm stack's (the identity path keeps it ≈ 1; post-norm rescales it at every layer).
+Block.block_is_identity_when_branches_are_zeroed sees it too: with zeroed branch outputs a post-norm block
+returns norm₂(norm₁(x)), not x. (See also docs/grad_norm_vs_depth.png.)
 """
 
 from __future__ import annotations

@@ -24,10 +24,10 @@ import torch
 import nanolm_core
 from nanolm_core._checks import check_features, upcast_dtype
 
-__all__ = ["RMSNorm"]
+__all__ = ["RMSNorm", "RMSNormFunction"]
 
 
-class _RMSNormFunction(torch.autograd.Function):
+class RMSNormFunction(torch.autograd.Function):
     """Forward y = x·r·w (compute in fp32, round once); WRONG backward: dx = g·w·r (no projection term)."""
 
     @staticmethod
@@ -52,4 +52,4 @@ class RMSNorm(nanolm_core.RMSNorm):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_features(x, self.dim, "RMSNorm", self.weight)
-        return _RMSNormFunction.apply(x, self.weight, self.eps)
+        return RMSNormFunction.apply(x, self.weight, self.eps)

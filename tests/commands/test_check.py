@@ -15,7 +15,7 @@ from properties.entry.cli import main
 from properties.running.loading import load
 from properties.running.runner import LAWS, run_check, run_law, select_laws
 
-WRONG = Path(__file__).parents[1] / "wrong_impls"
+WRONG = Path(__file__).parents[2] / "properties" / "gallery"
 
 
 def _module(tmp_path: Path, name: str, source: str) -> str:

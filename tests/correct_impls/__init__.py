@@ -1,6 +1,6 @@
 """Correct implementations that compute differently from the reference: the laws must pass all of them.
 
-- ``frms_norm``: torch ``F.rms_norm`` RMSNorm, ``F.linear`` SwiGLU, a Block with SDPA attention in the module dtype;
+- ``frms_norm``: the ``torch`` adapter (``F.rms_norm``, ``F.linear``, SDPA attention) with RoPE in the input dtype;
 - ``fp64_internal``: everything evaluated in fp64 and rounded once to the input dtype (the most accurate);
 - ``two_roundings``: HF-Llama's RMSNorm order (x·r rounded to the input dtype, then ·w) and a SwiGLU whose
   silu(W_g x) and product are rounded separately, intermediates in the storage dtype.

@@ -34,9 +34,5 @@ class SwiGLU(nanolm_core.SwiGLU):
 
 
 class Block(nanolm_core.Block):
-    def __init__(self, config: nanolm_core.ModelConfig) -> None:
-        super().__init__(config)
-        self.config = config
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return _in_fp64(self, nanolm_core.Block, x, self.config)

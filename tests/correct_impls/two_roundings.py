@@ -22,7 +22,4 @@ class SwiGLU(nanolm_core.SwiGLU):
 
 
 class Block(nanolm_core.Block):
-    def __init__(self, config: nanolm_core.ModelConfig) -> None:
-        super().__init__(config)
-        self.attn_norm, self.ffn_norm = RMSNorm(config.dim, config.norm_eps), RMSNorm(config.dim, config.norm_eps)
-        self.ffn = SwiGLU(config.dim, config.ffn_dim)
+    norm_cls, ffn_cls = RMSNorm, SwiGLU

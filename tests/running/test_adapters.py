@@ -18,6 +18,7 @@ pytestmark = pytest.mark.hf
 CPU_ADAPTERS = ("torch", "hf-llama", "hf-gemma")
 CONFIG = nanolm_core.ModelConfig(dim=64, n_heads=4, n_kv_heads=2, ffn_dim=96, max_seq_len=16)
 CONVENTION_KEYS = {"formula", "rounding", "compute_dtype", "source"}
+LIBRARY_CLASSES = {("torch", "RMSNorm"), ("hf-llama", "RMSNorm")}  # the library's class has the contract's names
 
 
 def _random_state(module: torch.nn.Module, gen: torch.Generator) -> dict[str, torch.Tensor]:
@@ -109,6 +110,17 @@ def test_gradients_reach_the_contract_parameters(adapter, component):
 
 
 @pytest.mark.parametrize(("adapter", "component"), CASES)
+def test_adapter_subclasses_the_reference_and_replaces_its_arithmetic(adapter, component):
+    """Contract names come from the reference (no copied __init__); no part runs the reference's own arithmetic
+    (every module in the tree, linear layers aside, is the adapter's class or the library's)."""
+    _, mod = _pair(adapter, component, torch.float32)
+    if (adapter, component) not in LIBRARY_CLASSES:
+        assert isinstance(mod, getattr(nanolm_core, component))
+    reference = [n for n, m in mod.named_modules() if type(m).__module__.startswith("nanolm_core")]
+    assert not reference, f"{adapter} {component} runs reference parts: {reference}"
+
+
+@pytest.mark.parametrize(("adapter", "component"), CASES)
 def test_conventions_are_declared(adapter, component):
     declared = load(adapter).convention(component)
     assert CONVENTION_KEYS <= set(declared), f"{adapter} {component} lacks {CONVENTION_KEYS - set(declared)}"
@@ -117,31 +129,28 @@ def test_conventions_are_declared(adapter, component):
 # ------------------------------------------------------------------------------------------ numbers
 
 
-@pytest.mark.parametrize("component", ["RMSNorm", "SwiGLU"])
-def test_torch_is_bitwise_the_reference_for_norm_and_ffn(component):
-    for dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
-        ref, mod = _pair("torch", component, dtype)
+ALL_DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
+BITWISE = [
+    ("torch", "RMSNorm", ALL_DTYPES),
+    ("torch", "SwiGLU", ALL_DTYPES),
+    ("hf-llama", "SwiGLU", (torch.float64, torch.float32, torch.bfloat16)),
+]
+CLOSE = [("torch", "Block", torch.float64, 1e-13), ("hf-llama", "Block", torch.float32, 1e-5)]  # (…, rtol = atol)
+
+
+@pytest.mark.parametrize(("adapter", "component", "dtypes"), BITWISE, ids=[f"{a}-{c}" for a, c, _ in BITWISE])
+def test_adapter_is_bitwise_the_reference(adapter, component, dtypes):
+    for dtype in dtypes:
+        ref, mod = _pair(adapter, component, dtype)
         x = _input(component, dtype)
         assert torch.equal(mod(x), ref(x)), dtype
 
 
-def test_torch_block_matches_the_reference_to_fp64_rounding():
-    ref, mod = _pair("torch", "Block", torch.float64)
-    x = _input("Block", torch.float64)
-    torch.testing.assert_close(mod(x), ref(x), rtol=1e-13, atol=1e-13)
-
-
-def test_hf_llama_swiglu_is_bitwise_the_reference():
-    for dtype in (torch.float64, torch.float32, torch.bfloat16):
-        ref, mod = _pair("hf-llama", "SwiGLU", dtype)
-        x = _input("SwiGLU", dtype)
-        assert torch.equal(mod(x), ref(x)), dtype
-
-
-def test_hf_llama_block_matches_the_reference_in_fp32():
-    ref, mod = _pair("hf-llama", "Block", torch.float32)
-    x = _input("Block", torch.float32)
-    torch.testing.assert_close(mod(x), ref(x), rtol=1e-5, atol=1e-5)
+@pytest.mark.parametrize(("adapter", "component", "dtype", "tol"), CLOSE, ids=[f"{a}-{c}" for a, c, *_ in CLOSE])
+def test_adapter_block_matches_the_reference_to_rounding(adapter, component, dtype, tol):
+    ref, mod = _pair(adapter, component, dtype)
+    x = _input(component, dtype)
+    torch.testing.assert_close(mod(x), ref(x), rtol=tol, atol=tol)
 
 
 def test_hf_llama_rmsnorm_rounds_twice_in_bf16():
@@ -206,8 +215,18 @@ def test_gemma_weight_is_the_contract_gain_in_the_state_dict():
 
 def test_hf_llama_block_keeps_rope_frequencies_in_fp32():
     _, mod = _pair("hf-llama", "Block", torch.bfloat16)
-    assert mod._rotary.inv_freq.dtype == torch.float32
+    assert mod.attn._rotary.inv_freq.dtype == torch.float32
     assert all(not k.startswith("_") for k in mod.state_dict())
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16], ids=str)
+def test_hf_llama_decoder_layer_is_the_contracts_composition_of_its_parts(dtype):
+    """LlamaDecoderLayer = x + attn(attn_norm(x)), then + ffn(ffn_norm(h)): bitwise, so the Block's ``attn``
+    (LlamaAttention on the same positions, cos/sin and mask) is the attention the decoder layer runs."""
+    _, mod = _pair("hf-llama", "Block", dtype)
+    x = _input("Block", dtype)
+    h = x + mod.attn(mod.attn_norm(x))
+    assert torch.equal(mod(x), h + mod.ffn(mod.ffn_norm(h)))
 
 
 def test_hf_llama_block_is_causal():
