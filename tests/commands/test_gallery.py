@@ -39,7 +39,7 @@ def _classes(p):
 
 
 def test_catalogue_covers_every_component_and_kind():
-    assert {p.component for p in PITFALLS.values()} == {"RMSNorm", "SwiGLU", "Block"}
+    assert {p.component for p in PITFALLS.values()} == {"RMSNorm", "SwiGLU", "Block", "Module"}
     assert {p.kind for p in PITFALLS.values()} == set(KINDS)
     assert set(COURSE) <= set(PITFALLS)  # the course mistakes tests/conformance/test_modules.py runs
 
@@ -72,20 +72,26 @@ def test_pitfall_module_follows_the_contract(name):
     """Same constructor and parameter names as the reference (shapes may be the bug, as in ffn_dim_4d)."""
     p = PITFALLS[name]
     impl = load(p.module)
-    assert impl.provided == (p.component,)
+    component = _defined(p)
+    assert impl.provided == (component,)
     config = nanolm_core.ModelConfig(dim=32, n_heads=4, n_kv_heads=2, max_seq_len=8)
-    args = {"RMSNorm": (32,), "SwiGLU": (32, 96), "Block": (config,)}[p.component]
-    wrong, ref = impl.factory(p.component)(*args), getattr(nanolm_core, p.component)(*args)
+    args = {"RMSNorm": (32,), "SwiGLU": (32, 96), "Block": (config,)}[component]
+    wrong, ref = impl.factory(component)(*args), getattr(nanolm_core, component)(*args)
     if name not in STATE_IS_THE_BUG:
         assert sorted(wrong.state_dict()) == sorted(ref.state_dict())
     x = torch.randn(2, 3, 32)
     assert wrong(x).shape == x.shape
 
 
+def _defined(p) -> str:
+    """The component an entry defines: its law's component, or (laws of the whole module) the one it provides."""
+    return p.component if p.component != "Module" else load(p.module).provided[0]
+
+
 @pytest.mark.parametrize("name", list(PITFALLS))
 def test_pitfall_subclasses_the_reference(name):
     p = PITFALLS[name]
-    assert issubclass(load(p.module).factory(p.component), getattr(nanolm_core, p.component))
+    assert issubclass(load(p.module).factory(_defined(p)), getattr(nanolm_core, _defined(p)))
 
 
 @pytest.mark.parametrize(
