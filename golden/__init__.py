@@ -1,7 +1,9 @@
 """golden — the oracle: exact/high-precision evaluation, correct rounding, the stored corpus.
 
 ``golden.rmsnorm(x, w, eps)`` etc. return a :class:`Golden` (hi + lo double-double, ≥ 100 bits);
-``g.rounded(dtype)`` is the correctly rounded value. See :mod:`golden.engine` for the method.
+``g.rounded(dtype)`` is the correctly rounded value. The maths is in :mod:`golden.definitions`, the exact fast
+paths in :mod:`golden.fast`, the evaluation and self-validation in :mod:`golden.framework`, assembled by
+:mod:`golden.engine`; the stored corpus is :mod:`golden.corpus`.
 """
 
 from golden.engine import (

@@ -4,20 +4,33 @@ Format (see ``golden/data/README.md``): one JSON document per case family (``rms
 ``swiglu.json``, ``block.json``) plus ``MANIFEST.json`` holding the sha256 and size of every family file.
 No pickle, no binary blobs: exact floats are hexadecimal strings (``float.hex`` of the float64 value, exact
 for every dtype), golden values are decimal strings with 34 significant digits (≥ 112 bits). Large inputs
-(the Llama-7B-shaped SwiGLU row) are stored as a *recipe* — a PCG64 seed turned into values by integer
-arithmetic and correct rounding (:func:`recipe_values`), stable across numpy/torch versions — together with
-the sha256 of the values it must produce. Every file starts with a magic string and a format version, so a
-stale or foreign file is refused with a hint.
+are stored as a *recipe* — a PCG64 seed turned into values by integer arithmetic and correct rounding
+(:func:`recipe_values`), stable across numpy/torch versions — together with the sha256 of the values it must
+produce. Every file starts with a magic string and a format version, so a stale or foreign file is refused
+with a hint.
+
+The laws' entry point is :func:`cases`::
+
+    for case in golden.corpus.cases("rmsnorm"):  # manifest and file checksums verified first
+        x, w = case.tensor("x"), case.tensor("weight")  # exact CPU tensors in case.dtype
+        want = case.golden.rounded(case.dtype)  # a golden.Golden
+        ...  # case.params["eps"], case.id, case.description
+
+Anything wrong with the corpus — a manifest that is missing, unparsable, ill-typed, omits a family or lists no
+files; a family file that is missing, truncated, modified, stale or malformed — raises :class:`CorpusError`
+with a one-line message naming the file and the fix.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping
-from decimal import Decimal, localcontext
+from decimal import Context, Decimal, localcontext
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -25,22 +38,30 @@ from typing import Any
 import numpy as np
 import torch
 
-from golden.engine import Golden
+from golden import dd, engine
+from golden.formats import FORMATS, fmt
+from golden.framework import Golden
 from golden.rounding import round_to_grid
+from nanolm_core import ModelConfig
 
 MAGIC = "nanolm-verify golden corpus"
 FORMAT_VERSION = 1
 DATA_DIR = Path(__file__).parent / "data"
 MANIFEST = "MANIFEST.json"
 FAMILIES = ("rmsnorm", "swiglu", "block")
+INPUTS = {  # the stored inputs of each family, by name
+    "rmsnorm": ("x", "weight"),
+    "swiglu": ("x", "w_gate", "w_up", "w_down"),
+    "block": ("x", *engine.BLOCK_PARAMS),
+}
+DTYPES = tuple(f.long_name for f in FORMATS)  # dtype names in the files: float64, float32, float16, bfloat16
 DIGITS = 34  # significant decimal digits of a golden value: 34·log2(10) ≈ 113 bits
-
-DTYPE_NAMES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 REGEN_HINT = "regenerate it with `nanolm-verify golden regen --force` (or restore it from git)"
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class CorpusError(RuntimeError):
-    """A corpus file is missing, stale, truncated or tampered with (the message names the file)."""
+    """A corpus file is missing, stale, truncated, malformed or tampered with (one line naming the file and the fix)."""
 
 
 # ----------------------------------------------------------------------------------------- encoding
@@ -49,7 +70,7 @@ def encode_hex(a: np.ndarray) -> list[str]:
 
 
 def decode_hex(values: list[str], shape: list[int]) -> np.ndarray:
-    return np.array([float.fromhex(v) for v in values], dtype=np.float64).reshape(shape)
+    return np.fromiter(map(float.fromhex, values), np.float64, len(values)).reshape(shape)
 
 
 def encode_decimal(hi: np.ndarray, lo: np.ndarray) -> list[str]:
@@ -65,29 +86,140 @@ def encode_decimal(hi: np.ndarray, lo: np.ndarray) -> list[str]:
     return out
 
 
+_EXACT = Context(prec=2000)  # enough digits for v − hi of any decimal of DIGITS digits: exact
+
+
+def _decode_exact(s: str) -> tuple[float, float]:
+    """(RN(v), RN(v − RN(v))) of the decimal string s = v, exactly (Decimal subtraction is exact here)."""
+    if not isinstance(s, str):
+        raise TypeError(f"a golden value must be a decimal string, got {s!r}")
+    h = float(s)
+    return h, float(_EXACT.subtract(Decimal(s), Decimal(h))) if math.isfinite(h) else 0.0
+
+
+@functools.lru_cache(maxsize=1024)
+def _pow10(k: int) -> tuple[float, float, float]:
+    """10^k as a triple-double p1 + p2 + p3, each part correctly rounded (relative error ≤ 2^-155)."""
+    f = Fraction(10) ** k
+    p1 = float(f)
+    p2 = float(f - Fraction(p1))
+    return p1, p2, float(f - Fraction(p1) - Fraction(p2))
+
+
+def _certain(r: dd.DD, err: np.ndarray) -> np.ndarray:
+    """Where an exact value within err of r.hi + r.lo surely rounds to r.hi (strictly inside its half-gaps;
+    the gap below r.hi is the smaller one where r.hi is a power of two)."""
+    mag = np.abs(r.hi)
+    gap = mag - np.nextafter(mag, 0.0)
+    return (mag > 0) & np.isfinite(err) & (np.abs(r.lo) + err < gap / 2)
+
+
+def _decode_fast(values: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(hi, lo, ok): RN(v) and RN(v − RN(v)) of decimal strings v of the stored form ``d.ddd…de±X`` (DIGITS
+    digits), vectorised and certified where ``ok``.
+
+    v = N·10^k with the integer N = A·10^22 + B·10^11 + C (A, B, C < 2^40; a1 + a2 = A·10^22 and b1 + b2 =
+    B·10^11 exactly by TwoProd). hi: N in double-double times 10^k (double-double), ≤ 2^-100 relative. lo: with
+    M = hi·10^-k (10^-k a triple-double), v − hi = (N − M)·10^k where a1 − m1 is exact (Sterbenz) and the eight
+    other terms of N − M are summed in double-double. Each rounding is accepted only where its error bound
+    decides it (0 is exact); elsewhere (other forms, or |v| outside [1e-186, 1e274]) ``ok`` is False.
+    """
+    n = len(values)
+    if n == 0:
+        return np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool)
+    width = 2 + DIGITS + 5  # sign, point, digits, e±XXX
+    try:
+        c = np.array(values, dtype=f"S{width + 1}").view(np.uint8).reshape(n, width + 1)
+    except UnicodeEncodeError:
+        return np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool)
+    neg = c[:, 0] == ord("-")
+    c = np.where(neg[:, None], c[:, 1:], c[:, :-1]).T.astype(np.int16, order="C")  # by position, sign dropped:
+    digits = [c[0] - 48] + [c[j] - 48 for j in range(2, DIGITS + 1)]  # d . 33 digits e ± 1–3 digits, end
+    ex = [c[DIGITS + 3 + j] - 48 for j in range(3)]
+    ex_ok = [(e >= 0) & (e <= 9) for e in ex]
+    ok = (
+        (c[1] == ord("."))
+        & (c[DIGITS + 1] == ord("e"))
+        & ((c[DIGITS + 2] == ord("+")) | (c[DIGITS + 2] == ord("-")))
+        & np.logical_and.reduce([(d >= 0) & (d <= 9) for d in digits])
+        & ex_ok[0]
+        & (ex_ok[1] | (c[DIGITS + 4] == 0))
+        & (ex_ok[2] | (c[DIGITS + 5] == 0))
+        & (ex_ok[1] | ~ex_ok[2])
+        & (c[DIGITS + 6] == 0)
+    )
+    zero = ok & np.logical_and.reduce([d == 0 for d in digits])
+    ok &= ~zero
+    e10 = np.zeros(n, dtype=np.int64)
+    for e, e_ok in zip(ex, ex_ok, strict=True):
+        e10 = np.where(e_ok, e10 * 10 + e.astype(np.int64), e10)
+    k = np.where(ok, np.where(c[DIGITS + 2] == ord("-"), -e10, e10) - (DIGITS - 1), 0)
+    ok &= (k > -220) & (k < 240)  # |v| in [1e-186, 1e274]: every product below is exact, none underflows
+    k = np.where(ok, k, 0)
+    sign = np.where(neg, -1.0, 1.0)
+    A, B, C = (
+        functools.reduce(lambda acc, d: acc * 10.0 + np.where(ok, d, 0), digits[a:b], np.zeros(n)) * sign
+        for a, b in ((0, 12), (12, 23), (23, DIGITS))
+    )
+    uk, inv = np.unique(k, return_inverse=True)
+    p = np.array([_pow10(int(kk)) for kk in uk])[inv.reshape(-1)]  # 10^k per value
+    q = np.array([_pow10(int(-kk)) for kk in uk])[inv.reshape(-1)]  # 10^-k
+    with np.errstate(all="ignore"):
+        a1, a2 = dd.two_prod(A, np.full(n, 1e22))
+        b1, b2 = dd.two_prod(B, np.full(n, 1e11))
+        N = dd.DD(a1, np.zeros(n))
+        for t in (a2, b1, b2, C):
+            N = dd.add_d(N, t)
+        v = dd.mul(N, dd.DD(p[:, 0], p[:, 1]))
+        ok &= _certain(v, 2.0**-99 * np.abs(v.hi))
+        hi = np.where(ok, v.hi, 0.0)
+        m1, m1e = dd.two_prod(hi, q[:, 0])
+        m2, m2e = dd.two_prod(hi, q[:, 1])
+        ok &= (np.abs(m1) <= 2 * np.abs(a1)) & (np.abs(a1) <= 2 * np.abs(m1))  # Sterbenz: a1 − m1 is exact
+        terms = (a2, b1, b2, C, -m1e, -m2, -m2e, -(hi * q[:, 2]))
+        d = dd.DD(a1 - m1, np.zeros(n))
+        for t in terms:
+            d = dd.add_d(d, t)  # N − M
+        r = dd.mul(d, dd.DD(p[:, 0], p[:, 1]))  # v − hi = (N − M)·10^k
+        size = np.abs(a1 - m1) + sum(np.abs(t) for t in terms)
+        ok &= _certain(r, 2.0**-100 * np.abs(r.hi) + (2.0**-98 * size + 2.0**-150 * np.abs(m1)) * np.abs(p[:, 0]))
+    return hi, np.where(ok, r.hi, 0.0), ok | zero
+
+
 def decode_decimal(values: list[str], shape: list[int]) -> Golden:
     """Decimal strings → Golden(hi, lo): hi = the correctly rounded float64, lo = the rounded remainder."""
-    hi = np.empty(len(values))
-    lo = np.empty(len(values))
-    for i, s in enumerate(values):
-        if s in ("nan", "inf", "-inf"):
-            hi[i], lo[i] = float(s), 0.0
-            continue
-        f = Fraction(Decimal(s))
-        h = float(f)
-        hi[i], lo[i] = h, float(f - Fraction(h))
+    hi, lo, ok = _decode_fast(values)
+    for i in np.flatnonzero(~ok):
+        hi[i], lo[i] = _decode_exact(values[i])
+    hi[hi == 0], lo[lo == 0] = 0.0, 0.0  # the exact value 0 has no sign
     return Golden(hi.reshape(shape), lo.reshape(shape), "corpus", {"method": "corpus"})
 
 
-def recipe_values(seed: int, shape: list[int], dtype: str, scale: float) -> np.ndarray:
+def recipe_values(
+    seed: int,
+    shape: list[int],
+    dtype: str,
+    scale: float | list[float],
+    mean: float | list[float] | None = None,
+    set_values: list[tuple[int, float]] = (),
+) -> np.ndarray:
     """Deterministic inputs from a seed: PCG64 raw 64-bit words w → v = (w >> 11)·2^-53 ∈ [0, 1),
-    x = scale·√3·(2v − 1) (uniform, variance scale²), rounded to nearest-even in ``dtype``. Only the PCG64
-    *bit stream* is used (stable across numpy versions by numpy's policy) and our own exact rounding."""
+    x = scale·√3·(2v − 1) (uniform, variance scale²) [+ mean], then x[i] = value for each (flat index i, value)
+    of ``set_values``, rounded to nearest-even in ``dtype``. ``scale`` and ``mean`` may be lists, one per
+    index of the first axis (one per row of a (rows, D) input). Only the PCG64 *bit stream* is used (stable
+    across numpy versions by numpy's policy) and our own exact rounding."""
     n = int(np.prod(shape))
     raw = np.random.Generator(np.random.PCG64(seed)).bit_generator.random_raw(n)
     v = (raw >> np.uint64(11)).astype(np.float64) * 2.0**-53
-    x = (2.0 * v - 1.0) * (scale * math.sqrt(3.0))
-    return round_to_grid(x, None, DTYPE_NAMES[dtype]).reshape(shape)
+    lead = (-1,) + (1,) * (len(shape) - 1)
+    s = np.asarray(scale, dtype=np.float64).reshape(lead) if isinstance(scale, list) else scale
+    x = ((2.0 * v - 1.0).reshape(shape) * (s * math.sqrt(3.0))).reshape(-1)
+    if mean is not None:
+        m = np.asarray(mean, dtype=np.float64).reshape(lead) if isinstance(mean, list) else mean
+        x = (x.reshape(shape) + m).reshape(-1)
+    for i, value in set_values:
+        x[i] = value
+    return round_to_grid(x, None, fmt(dtype).dtype).reshape(shape)
 
 
 def sha256_arrays(arrays: Mapping[str, np.ndarray], scalars: Mapping[str, Any] | None = None) -> str:
@@ -108,166 +240,280 @@ def file_sha256(path: Path) -> str:
 
 
 # ------------------------------------------------------------------------------------------ reading
-@dataclasses.dataclass
+@dataclasses.dataclass(eq=False)
 class Case:
-    """One stored case: inputs (exact float64 arrays + their dtype), scalar parameters, the golden value.
+    """One stored case: exact inputs in ``dtype``, scalar parameters, the golden value.
 
-    Inputs stored as a recipe are generated (and checked against their sha256) on first access.
+    Values are decoded on first access and checked against the case's recorded sha256 (``inputs``, ``golden``);
+    small cases are decoded when loaded, cases with recipe inputs (large) only when used.
     """
 
     family: str
     id: str
     description: str
     dtype: torch.dtype
-    _inputs: dict[str, np.ndarray] | None
     params: dict[str, Any]
-    golden: Golden
     record: dict[str, Any]
     file: Path
+    _inputs: dict[str, np.ndarray] | None = dataclasses.field(default=None, repr=False)
+    _golden: Golden | None = dataclasses.field(default=None, repr=False)
 
     @property
     def inputs(self) -> dict[str, np.ndarray]:
+        """The exact input values as float64 arrays (representable in ``dtype``), by name."""
         if self._inputs is None:
             self._inputs = _decode_inputs(self.record, self.file)
         return self._inputs
 
     @property
-    def lazy(self) -> bool:
-        """True for cases with recipe inputs (large: regenerated on access)."""
-        return any("recipe" in spec for spec in self.record["inputs"].values())
+    def golden(self) -> Golden:
+        """The stored golden value (hi + lo double-double, ≥ 100 bits) of the output."""
+        if self._golden is None:
+            self._golden = _decode_goldens([self.record], self.file)[0]
+        return self._golden
 
     def tensor(self, name: str) -> torch.Tensor:
         """An input as a CPU tensor of the case's dtype (exact: the values are representable)."""
         return torch.from_numpy(self.inputs[name].copy()).to(self.dtype)
 
     @property
+    def config(self) -> ModelConfig:
+        """The Block's ModelConfig (block cases only)."""
+        return ModelConfig(**self.params["config"])
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        """The shape of an input, without decoding it."""
+        return tuple(self.record["inputs"][name]["shape"])
+
+    @property
+    def lazy(self) -> bool:
+        """True for cases with recipe inputs (large: generated on first access)."""
+        return any("recipe" in spec for spec in self.record["inputs"].values())
+
+    @property
     def cost(self) -> int:
         """Number of input values (a proxy for the recomputation cost; picks the cheap sample to recompute)."""
-        return sum(int(np.prod(spec["shape"])) for spec in self.record["inputs"].values())
+        return sum(math.prod(spec["shape"]) for spec in self.record["inputs"].values())
 
 
-def _load_json(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        raise CorpusError(f"{path}: missing; {REGEN_HINT}")
+def _refuse(path: Path, what: str) -> CorpusError:
+    return CorpusError(f"{path}: {what}; {REGEN_HINT}")
+
+
+def _load_json(path: Path, data: bytes | None = None) -> dict[str, Any]:
+    """The JSON document of a corpus file (its bytes if already read), with its magic and version checked."""
+    if data is None and not path.exists():
+        raise _refuse(path, "missing")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads((path.read_bytes() if data is None else data).decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CorpusError(f"{path}: not valid JSON (truncated or corrupted: {exc}); {REGEN_HINT}") from None
+        raise _refuse(path, f"not valid JSON (truncated or corrupted: {exc})") from None
     if not isinstance(doc, dict) or doc.get("magic") != MAGIC:
-        raise CorpusError(f"{path}: not a nanolm-verify golden corpus file (bad magic); {REGEN_HINT}")
+        raise _refuse(path, "not a nanolm-verify golden corpus file (bad magic)")
     if doc.get("format_version") != FORMAT_VERSION:
-        raise CorpusError(
-            f"{path}: format version {doc.get('format_version')!r}, this nanolm-verify reads "
-            f"version {FORMAT_VERSION} — the file is stale; {REGEN_HINT}"
+        raise _refuse(
+            path,
+            f"format version {doc.get('format_version')!r}, this nanolm-verify reads version {FORMAT_VERSION} "
+            "— the file is stale",
         )
     return doc
 
 
 def check_manifest(data_dir: Path = DATA_DIR) -> dict[str, Any]:
-    """Verify MANIFEST.json and the sha256/size of every family file in it (CorpusError names the bad file)."""
-    man = _load_json(data_dir / MANIFEST)
-    for name, meta in man["files"].items():
-        path = data_dir / name
-        if not path.exists():
-            raise CorpusError(f"{path}: listed in {MANIFEST} but missing; {REGEN_HINT}")
-        size = path.stat().st_size
-        if size != meta["bytes"]:
-            raise CorpusError(
-                f"{path}: {size} bytes, {MANIFEST} records {meta['bytes']} (truncated or modified); {REGEN_HINT}"
-            )
-        digest = file_sha256(path)
-        if digest != meta["sha256"]:
-            raise CorpusError(
-                f"{path}: sha256 {digest[:16]}… does not match {MANIFEST} ({meta['sha256'][:16]}…): "
-                f"the file was modified; {REGEN_HINT}"
-            )
+    """Read MANIFEST.json and check its form: it lists exactly the family files, each with a sha256 and a size.
+    (The files themselves are checked by :func:`check_file`.) CorpusError names the manifest and the fix."""
+    path = Path(data_dir) / MANIFEST
+    man = _load_json(path)
+    files = man.get("files")
+    expected = [f"{fam}.json" for fam in FAMILIES]
+    if not isinstance(files, dict):
+        raise _refuse(path, f"'files' must map each of {', '.join(expected)} to its sha256 and bytes, got {files!r}")
+    if not files:
+        raise _refuse(path, f"lists no files (expected {', '.join(expected)})")
+    missing = [f for f in expected if f not in files]
+    if missing:
+        raise _refuse(path, f"does not list {', '.join(missing)} (every family must be listed)")
+    unknown = [f for f in files if f not in expected]
+    if unknown:
+        raise _refuse(path, f"lists unknown files {', '.join(map(repr, unknown))} (expected {', '.join(expected)})")
+    for name, meta in files.items():
+        ok = isinstance(meta, dict) and isinstance(meta.get("sha256"), str) and _SHA256.fullmatch(meta["sha256"])
+        size = meta.get("bytes") if isinstance(meta, dict) else None
+        if not ok or not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise _refuse(path, f"entry for {name} must be {{'sha256': 64 hex digits, 'bytes': a size}}, got {meta!r}")
     return man
 
 
-def _decode_inputs(rec: dict[str, Any], path: Path) -> dict[str, np.ndarray]:
-    dtype = DTYPE_NAMES[rec["dtype"]]
-    inputs = {}
-    for name, spec in rec["inputs"].items():
-        if "hex" in spec:
-            if len(spec["hex"]) != int(np.prod(spec["shape"])):
-                raise CorpusError(
-                    f"{path}: case {rec['id']!r}: input {name} has {len(spec['hex'])} values for shape "
-                    f"{spec['shape']}; {REGEN_HINT}"
-                )
-            inputs[name] = decode_hex(spec["hex"], spec["shape"])
-        else:
-            r = spec["recipe"]
-            inputs[name] = recipe_values(r["seed"], spec["shape"], r["dtype"], r["scale"])
-    if sha256_arrays(inputs, rec.get("params", {})) != rec["inputs_sha256"]:
-        raise CorpusError(
-            f"{path}: case {rec['id']!r}: inputs do not hash to the recorded sha256 (modified data or a "
-            f"changed recipe generator); {REGEN_HINT}"
+def check_file(family: str, data_dir: Path = DATA_DIR, manifest: dict[str, Any] | None = None) -> bytes:
+    """A family file's bytes, after checking its size and sha256 against the manifest (read and checked unless
+    given)."""
+    man = manifest if manifest is not None else check_manifest(data_dir)
+    path = Path(data_dir) / f"{family}.json"
+    meta = man["files"][path.name]
+    if not path.exists():
+        raise _refuse(path, f"listed in {MANIFEST} but missing")
+    size = path.stat().st_size
+    if size != meta["bytes"]:
+        raise _refuse(path, f"{size} bytes, {MANIFEST} records {meta['bytes']} (truncated or modified)")
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != meta["sha256"]:
+        raise _refuse(
+            path, f"sha256 {digest[:16]}… does not match {MANIFEST} ({meta['sha256'][:16]}…): the file was modified"
         )
-    for name, a in inputs.items():
-        if not np.array_equal(round_to_grid(a, None, dtype), a, equal_nan=True):
-            raise CorpusError(f"{path}: case {rec['id']!r}: input {name} is not representable in {rec['dtype']}")
+    return data
+
+
+def _is_shape(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in v)
+
+
+def _record_problem(family: str, rec: Any) -> str | None:
+    """What is wrong with the form of one case record (None if nothing)."""
+    if not isinstance(rec, dict):
+        return f"a case is a {type(rec).__name__}, not an object"
+    for key, kind in (("id", str), ("description", str), ("dtype", str), ("params", dict), ("inputs", dict)):
+        if not isinstance(rec.get(key), kind):
+            return f"'{key}' must be a {kind.__name__}"
+    for key in ("inputs_sha256", "golden_sha256"):
+        if not isinstance(rec.get(key), str) or not _SHA256.fullmatch(rec[key]):
+            return f"'{key}' must be 64 hex digits"
+    if rec["dtype"] not in DTYPES:
+        return f"dtype {rec['dtype']!r} is not one of {', '.join(DTYPES)}"
+    if sorted(rec["inputs"]) != sorted(INPUTS[family]):
+        return f"inputs {sorted(rec['inputs'])} are not the {family} inputs {list(INPUTS[family])}"
+    for name, spec in rec["inputs"].items():
+        if not isinstance(spec, dict) or not _is_shape(spec.get("shape")):
+            return f"input {name} needs a 'shape' (a list of sizes)"
+        n = math.prod(spec["shape"])
+        if "hex" in spec:
+            if not isinstance(spec["hex"], list) or len(spec["hex"]) != n:
+                return f"input {name} must hold {n} hex values for shape {spec['shape']}"
+        elif not isinstance(spec.get("recipe"), dict):
+            return f"input {name} has neither 'hex' values nor a 'recipe'"
+        elif not isinstance(spec["recipe"].get("seed"), int) or spec["recipe"].get("dtype") not in DTYPES:
+            return f"input {name}'s recipe needs an integer 'seed' and a 'dtype'"
+    g = rec.get("golden")
+    if not isinstance(g, dict) or not _is_shape(g.get("shape")) or not isinstance(g.get("decimal"), list):
+        return "'golden' needs a 'shape' and a 'decimal' list"
+    if len(g["decimal"]) != math.prod(g["shape"]):
+        return f"'golden' must hold {math.prod(g['shape'])} decimal strings for shape {g['shape']}"
+    if family == "rmsnorm" and not isinstance(rec["params"].get("eps"), str):
+        return "params need 'eps' (a hex float)"
+    if family == "block" and not isinstance(rec["params"].get("config"), dict):
+        return "params need 'config' (the ModelConfig fields)"
+    return None
+
+
+def _params(rec: dict[str, Any]) -> dict[str, Any]:
+    return {k: (float.fromhex(v) if isinstance(v, str) and v.startswith(("0x", "-0x")) else v) for k, v in rec.items()}
+
+
+def _decode_inputs(rec: dict[str, Any], path: Path) -> dict[str, np.ndarray]:
+    dtype = fmt(rec["dtype"]).dtype
+    inputs = {}
+    try:
+        for name, spec in rec["inputs"].items():
+            if "hex" in spec:
+                inputs[name] = decode_hex(spec["hex"], spec["shape"])
+                exact = dtype == torch.float64 or np.array_equal(
+                    round_to_grid(inputs[name], None, dtype), inputs[name], equal_nan=True
+                )
+                if not exact:
+                    raise _refuse(path, f"case {rec['id']!r}: input {name} is not representable in {rec['dtype']}")
+            else:
+                r = spec["recipe"]
+                sets = [(int(i), float.fromhex(v)) for i, v in r.get("set", [])]
+                inputs[name] = recipe_values(r["seed"], spec["shape"], r["dtype"], r["scale"], r.get("mean"), sets)
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        raise _refuse(path, f"case {rec['id']!r}: input {name} cannot be decoded ({exc})") from None
+    if sha256_arrays(inputs, rec["params"]) != rec["inputs_sha256"]:
+        raise _refuse(
+            path, f"case {rec['id']!r}: inputs do not hash to the recorded sha256 (modified data or a changed recipe)"
+        )
     return inputs
 
 
-def _case_from_record(family: str, rec: dict[str, Any], path: Path) -> Case:
+def _decode_goldens(recs: list[dict[str, Any]], path: Path) -> list[Golden]:
+    """The golden values of several cases (decoded in one batch: the vectorised decoder has a fixed cost)."""
+    strings = [s for rec in recs for s in rec["golden"]["decimal"]]
     try:
-        dtype = DTYPE_NAMES[rec["dtype"]]
-        params = {
-            k: (float.fromhex(v) if isinstance(v, str) and v.startswith(("0x", "-0x")) else v)
-            for k, v in rec.get("params", {}).items()
-        }
-        g = decode_decimal(rec["golden"]["decimal"], rec["golden"]["shape"])
-    except (KeyError, ValueError, TypeError, ArithmeticError) as exc:
-        raise CorpusError(f"{path}: case {rec.get('id')!r} is malformed ({exc!r}); {REGEN_HINT}") from None
-    if sha256_arrays({"hi": g.hi, "lo": g.lo}) != rec["golden_sha256"]:
-        raise CorpusError(f"{path}: case {rec['id']!r}: golden values do not hash to the recorded sha256; {REGEN_HINT}")
-    case = Case(family, rec["id"], rec.get("description", ""), dtype, None, params, g, rec, path)
-    if not case.lazy:
-        case._inputs = _decode_inputs(rec, path)
-    return case
+        g = decode_decimal(strings, [len(strings)])
+    except (TypeError, ValueError, ArithmeticError) as exc:
+        ids = ", ".join(repr(rec["id"]) for rec in recs)
+        raise _refuse(path, f"case {ids}: golden values cannot be decoded ({exc})") from None
+    out, start = [], 0
+    for rec in recs:
+        n = len(rec["golden"]["decimal"])
+        hi, lo = g.hi[start : start + n].reshape(rec["golden"]["shape"]), g.lo[start : start + n]
+        start += n
+        if sha256_arrays({"hi": hi, "lo": lo.reshape(hi.shape)}) != rec["golden_sha256"]:
+            raise _refuse(path, f"case {rec['id']!r}: golden values do not hash to the recorded sha256")
+        out.append(Golden(hi, lo.reshape(hi.shape), "corpus", {"method": "corpus", "case": rec["id"]}))
+    return out
 
 
-def load_family(family: str, data_dir: Path = DATA_DIR, manifest: bool = True) -> tuple[dict[str, Any], list[Case]]:
-    """(header, cases) of one family, after the manifest checksum (CorpusError on any inconsistency)."""
-    if manifest:
-        check_manifest(data_dir)
-    path = data_dir / f"{family}.json"
-    doc = _load_json(path)
+def load_family(family: str, data_dir: Path = DATA_DIR, manifest: dict[str, Any] | None = None) -> tuple[dict, list]:
+    """(header, cases) of one family, after checking the manifest (unless given) and the file's checksum."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown corpus family {family!r}; expected one of {', '.join(FAMILIES)}")
+    path = Path(data_dir) / f"{family}.json"
+    doc = _load_json(path, check_file(family, data_dir, manifest))
     if doc.get("family") != family:
-        raise CorpusError(f"{path}: holds family {doc.get('family')!r}, expected {family!r}")
-    cases = [_case_from_record(family, rec, path) for rec in doc["cases"]]
-    if len(cases) != doc.get("n_cases"):
-        raise CorpusError(f"{path}: {len(cases)} cases, header says {doc.get('n_cases')} (truncated?); {REGEN_HINT}")
-    header = {k: v for k, v in doc.items() if k != "cases"}
-    return header, cases
+        raise _refuse(path, f"holds family {doc.get('family')!r}, expected {family!r}")
+    records = doc.get("cases")
+    if not isinstance(records, list) or not records:
+        raise _refuse(path, "lists no cases")
+    if len(records) != doc.get("n_cases"):
+        raise _refuse(path, f"{len(records)} cases, header says {doc.get('n_cases')} (truncated?)")
+    cases, seen = [], set()
+    for rec in records:
+        problem = _record_problem(family, rec)
+        if problem is None and rec["id"] in seen:
+            problem = "the id is not unique"
+        if problem:
+            raise _refuse(path, f"case {rec.get('id') if isinstance(rec, dict) else '?'!r} is malformed: {problem}")
+        seen.add(rec["id"])
+        try:
+            params = _params(rec["params"])
+        except (ValueError, OverflowError) as exc:
+            raise _refuse(path, f"case {rec['id']!r}: params cannot be decoded ({exc})") from None
+        cases.append(Case(family, rec["id"], rec["description"], fmt(rec["dtype"]).dtype, params, rec, path))
+    small = [c for c in cases if not c.lazy]  # decode and check now; recipe cases (large) when first used
+    for case, g in zip(small, _decode_goldens([c.record for c in small], path), strict=True):
+        case._golden = g
+        _ = case.inputs
+    return {k: v for k, v in doc.items() if k != "cases"}, cases
 
 
 def cases(family: str, data_dir: Path = DATA_DIR) -> list[Case]:
-    """The stored cases of a family ('rmsnorm', 'swiglu', 'block'), verified."""
+    """The stored cases of a family ('rmsnorm', 'swiglu', 'block'), after checking MANIFEST.json and the family
+    file's size and sha256. Cases with recipe inputs decode (and check) their values on first use."""
     return load_family(family, data_dir)[1]
 
 
 def iter_all(data_dir: Path = DATA_DIR) -> Iterator[Case]:
-    check_manifest(data_dir)
+    man = check_manifest(data_dir)
     for fam in FAMILIES:
-        yield from load_family(fam, data_dir, manifest=False)[1]
+        yield from load_family(fam, data_dir, man)[1]
 
 
 # ---------------------------------------------------------------------------------------- recompute
+def golden_of(family: str, tensors: Mapping[str, torch.Tensor], params: Mapping[str, Any], **opts: Any) -> Golden:
+    """The engine's golden value for a family's inputs (``INPUTS[family]``) and parameters."""
+    t = tensors
+    if family == "rmsnorm":
+        return engine.rmsnorm(t["x"], t["weight"], params["eps"], **opts)
+    if family == "swiglu":
+        return engine.swiglu(t["x"], t["w_gate"], t["w_up"], t["w_down"], **opts)
+    if family == "block":
+        return engine.block(t["x"], {k: t[k] for k in engine.BLOCK_PARAMS}, ModelConfig(**params["config"]), **opts)
+    raise ValueError(f"unknown corpus family {family!r}; expected one of {', '.join(FAMILIES)}")
+
+
 def recompute(case: Case, **opts: Any) -> Golden:
     """The engine's golden value for a stored case (for ``golden verify``)."""
-    import golden as G
-    from nanolm_core import ModelConfig
-
-    t = case.tensor
-    if case.family == "rmsnorm":
-        return G.rmsnorm(t("x"), t("weight"), case.params["eps"], **opts)
-    if case.family == "swiglu":
-        return G.swiglu(t("x"), t("w_gate"), t("w_up"), t("w_down"), **opts)
-    if case.family == "block":
-        cfg = ModelConfig(**case.params["config"])
-        return G.block(t("x"), {k: t(k) for k in G.BLOCK_PARAMS}, cfg, **opts)
-    raise CorpusError(f"{case.file}: unknown family {case.family!r}")
+    return golden_of(case.family, {n: case.tensor(n) for n in INPUTS[case.family]}, case.params, **opts)
 
 
 def compare(case: Case, fresh: Golden) -> float:
@@ -295,10 +541,12 @@ def write_family(path: Path, family: str, header: dict[str, Any], records: list[
 
 
 def write_manifest(data_dir: Path, generator_version: str) -> None:
+    """MANIFEST.json over every family file in data_dir (all must exist)."""
     files = {}
     for fam in FAMILIES:
         p = data_dir / f"{fam}.json"
-        if p.exists():
-            files[p.name] = {"sha256": file_sha256(p), "bytes": p.stat().st_size}
+        if not p.exists():
+            raise CorpusError(f"{p}: missing; the manifest must list every family — generate all of them")
+        files[p.name] = {"sha256": file_sha256(p), "bytes": p.stat().st_size}
     doc = {"magic": MAGIC, "format_version": FORMAT_VERSION, "generator_version": generator_version, "files": files}
     (data_dir / MANIFEST).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")

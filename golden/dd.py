@@ -18,8 +18,10 @@ Validity range: finite inputs with 2⁻⁹⁰⁰ < |v| < 2⁵⁰⁰ (or 0); outs
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
+import mpmath
 import numpy as np
 
 U = 2.0**-53  # unit roundoff of float64
@@ -155,8 +157,6 @@ def sqrt(a: DD) -> DD:
 # exp ------------------------------------------------------------------------------------------------
 # ln 2 as a triple (each part 53 bits) and 1/k! as DD constants, computed once from mpmath in a private context.
 def _constants():
-    import mpmath
-
     ctx = mpmath.MPContext()
     ctx.prec = 240
     ln2 = ctx.log(2)
@@ -302,8 +302,6 @@ def acc_sum(
     # accumulating the τ's: every TwoSum is exact, each of the ≤ rounds+1 lo additions errs by ≤ u·|lo|
     bound = bound + (rounds + 1) * U * np.abs(lo_tot) + U * U * np.abs(hi)
     if active.size:  # not converged within max_rounds (cannot happen for finite data): exact fallback
-        import math
-
         rows = terms.reshape(-1, n)
         for i in active:
             row = rows[i].astype(np.float64)

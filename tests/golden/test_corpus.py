@@ -1,12 +1,18 @@
-"""The stored corpus and its commands: verify passes, every stored case matches the engine, tampered /
-truncated / stale files are refused naming the file, regen never overwrites unless asked, bench reports."""
+"""The stored corpus and its commands: verify passes, every stored case matches the engine, the corpus covers the
+model sizes and long sequences, tampered / truncated / stale / malformed files and manifests are refused with one
+line naming the file, regen never overwrites unless asked, the generator reproduces what is stored, bench reports."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import math
 import re
-import shutil
+from collections.abc import Callable
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,11 +20,19 @@ import torch
 
 import golden
 from golden import corpus
+from golden.formats import FORMATS
 from properties.entry.cli import main
 
+generate = importlib.import_module("golden.data.generate")
 
-def _case_ids(family: str) -> list[str]:
-    return [c.id for c in corpus.cases(family) if not c.lazy]
+
+def _ids(family: str, keep: Callable[[corpus.Case], bool]) -> list[str]:
+    return [f"{family}/{c.id}" for c in corpus.cases(family) if keep(c)]
+
+
+def _cheap(c: corpus.Case) -> bool:
+    """Recomputed in the default run: every case but the SwiGLU model shapes and the long Block sequences."""
+    return c.cost <= 100_000 and not (c.family == "block" and c.shape("x")[1] > 64)
 
 
 @pytest.fixture(scope="module")
@@ -32,37 +46,120 @@ def test_golden_verify_passes_on_the_packaged_corpus(capsys: pytest.CaptureFixtu
     assert "golden verify: OK" in out and "rmsnorm.json" in out and "mpmath 1.3" in out
 
 
-@pytest.mark.parametrize(
-    "case_id",
-    [f"rmsnorm/{i}" for i in _case_ids("rmsnorm")]
-    + [f"swiglu/{i}" for i in _case_ids("swiglu")]
-    + [f"block/{i}" for i in _case_ids("block")],
-)
-def test_stored_case_matches_the_engine(case_id: str, stored: dict[str, corpus.Case]) -> None:
-    case = stored[case_id]
+def _matches_the_engine(case: corpus.Case) -> None:
     fresh = corpus.recompute(case)
     assert corpus.compare(case, fresh) <= 2.0**-100
-    for dt in corpus.DTYPE_NAMES.values():
-        assert torch.equal(case.golden.rounded(dt), fresh.rounded(dt))
+    for f in FORMATS:
+        assert torch.equal(case.golden.rounded(f.dtype), fresh.rounded(f.dtype))
+
+
+@pytest.mark.parametrize("case_id", [i for fam in corpus.FAMILIES for i in _ids(fam, _cheap)])
+def test_stored_case_matches_the_engine(case_id: str, stored: dict[str, corpus.Case]) -> None:
+    _matches_the_engine(stored[case_id])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case_id", [i for fam in corpus.FAMILIES for i in _ids(fam, lambda c: not _cheap(c))])
+def test_stored_large_case_matches_the_engine(case_id: str, stored: dict[str, corpus.Case]) -> None:
+    _matches_the_engine(stored[case_id])
 
 
 def test_the_corpus_covers_the_required_regimes(stored: dict[str, corpus.Case]) -> None:
     rms = [c for c in stored.values() if c.family == "rmsnorm"]
-    assert {c.inputs["x"].shape[-1] for c in rms} == {1, 2, 3, 8, 123, 769, 4096, 8192}
+    assert {c.shape("x")[-1] for c in rms} == {1, 2, 3, 8, 123, 769, 2048, 4096, 5120, 8192, 16384}
+    for D in (2048, 4096, 5120, 8192, 16384):  # model sizes: every dtype, two rows of different regimes
+        at_d = [c for c in rms if c.shape("x")[-1] == D]
+        assert {c.dtype for c in at_d} == {f.dtype for f in FORMATS} and all(c.shape("x")[0] == 2 for c in at_d)
+        assert {r for c in at_d for r in c.id.split("-")[1:3]} == {"mean", "outlier", "constant", "small"}
     assert any(np.all(c.inputs["x"] == 0, axis=-1).any() for c in rms)  # a zero row
     assert any(c.dtype == torch.float16 and np.abs(c.inputs["x"]).min() > 256 for c in rms)
-    blocks = [c.params["config"] for c in stored.values() if c.family == "block"]
-    assert all(1 < b["n_kv_heads"] < b["n_heads"] for b in blocks)
-    assert all(c.inputs["x"].shape[1] >= 5 for c in stored.values() if c.family == "block")
-    llama = stored["swiglu/llama7b-row-bfloat16"]
-    assert [s["shape"] for s in llama.record["inputs"].values()] == [
-        [1, 4096],
-        [11008, 4096],
-        [11008, 4096],
-        [4096, 11008],
-    ]
-    prov = json.loads((corpus.DATA_DIR / "rmsnorm.json").read_text())["provenance"]
+    constant = stored["rmsnorm/D16384-constant-small-float32"].inputs["x"][0]
+    assert np.all(constant == constant[0])
+    assert max(np.abs(c.inputs["x"]).max() for c in rms if c.dtype == torch.float16) < 65504
+    blocks = [c for c in stored.values() if c.family == "block"]
+    assert all(1 < b.config.n_kv_heads < b.config.n_heads for b in blocks)
+    assert all(c.shape("x")[1] >= 5 for c in blocks)
+    long = [c for c in blocks if c.shape("x")[1] >= 1024]
+    assert {c.config.rope_theta for c in long} == {10000.0, 500000.0}
+    assert {c.dtype for c in long} >= {torch.float32, torch.bfloat16}
+    shapes = {c.id: (c.shape("w_gate"), c.dtype) for c in stored.values() if c.family == "swiglu"}
+    assert shapes["llama7b-row-bfloat16"] == ((11008, 4096), torch.bfloat16)
+    assert shapes["llama3-8b-row-bfloat16"] == ((14336, 4096), torch.bfloat16)
+    assert {dt for (F, _), dt in shapes.values() if F == 28672} == {torch.bfloat16, torch.float32}
+    prov = json.loads((corpus.DATA_DIR / "swiglu.json").read_text())["provenance"]
     assert {"mpmath", "engine_prec_bits", "validation_prec_bits"} <= set(prov) and prov["engine_prec_bits"] >= 100
+
+
+def test_every_case_below_60k_inputs_was_validated_in_full(stored: dict[str, corpus.Case]) -> None:
+    for case in stored.values():
+        v = case.record["validation"]
+        assert v["sum_bound_rel"] <= 2.0**-100
+        if case.cost < generate.FULL_VALIDATION:
+            assert v["validated"] == "full" and v["full_check_rel"] <= 2.0**-100, case.id
+
+
+# ------------------------------------------------------------------------------------------ the API
+def test_cases_gives_exact_tensors_params_and_goldens() -> None:
+    rms = corpus.cases("rmsnorm")
+    case = next(c for c in rms if c.id == "D2-scales-float32")
+    x = case.tensor("x")
+    assert x.dtype == case.dtype == torch.float32 and x.device.type == "cpu"
+    assert np.array_equal(x.double().numpy(), case.inputs["x"]) and case.params["eps"] == 1e-6
+    assert isinstance(case.golden, golden.Golden) and case.golden.shape == tuple(x.shape)
+    assert case.golden.rounded(case.dtype).shape == x.shape and case.description
+    large = next(c for c in rms if c.id == "D16384-mean-outlier-bfloat16")
+    assert large.lazy and large._inputs is None and large._golden is None  # decoded when first used
+    assert large.tensor("weight").dtype == torch.bfloat16 and large.golden.shape == (2, 16384)
+    blk = corpus.cases("block")[0]
+    assert blk.config.dim == blk.shape("x")[-1] and set(blk.inputs) == {"x", *golden.BLOCK_PARAMS}
+
+
+def test_cases_of_an_unknown_family_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="unknown corpus family 'layernorm'"):
+        corpus.cases("layernorm")
+
+
+def _reference_decode(s: str) -> tuple[float, float]:
+    if s in ("nan", "inf", "-inf"):
+        return float(s), 0.0
+    f = Fraction(Decimal(s))
+    h = float(f)
+    return h, float(f - Fraction(h))
+
+
+def _strings() -> list[str]:
+    rng = np.random.default_rng(11)
+    out = []
+    for _ in range(2000):
+        h = float(rng.standard_normal() * 10.0 ** rng.integers(-320, 308))
+        lo = float(np.spacing(h)) * float(rng.choice([0.5, 0.25, -0.5, 0.5 + 2**-40, 0.0, 1e-3, -0.4999999]))
+        out.append(corpus.encode_decimal(np.array([h]), np.array([lo]))[0])
+        out.append(format(Decimal(h) + Decimal(lo), ".33e"))  # 2-digit exponents too
+    return [
+        *out,
+        "0.000000000000000000000000000000000e+33",
+        "-0.000000000000000000000000000000000e+0",
+        "nan",
+        "inf",
+        "-inf",
+        "1.000000000000000000000000000000000e+22",
+        "5.000000000000000000000000000000000e-1",
+        "4.940656458412465441765687928682213e-324",
+        "1.797693134862315708145274237317044e+308",
+        "2.225073858507201383090232717332404e-308",
+        "1.5",
+        "-2e-3",
+        "1.00000000000000000000000000000000000001e0",  # more digits than stored
+    ]
+
+
+def test_golden_values_decode_exactly() -> None:
+    """The vectorised decoder gives hi = RN(v) and lo = RN(v − hi) exactly as exact rational arithmetic does."""
+    values = _strings() + [s for c in corpus.cases("swiglu") if not c.lazy for s in c.record["golden"]["decimal"]]
+    g = corpus.decode_decimal(values, [len(values)])
+    for s, h, lo in zip(values, g.hi.tolist(), g.lo.tolist(), strict=True):
+        rh, rl = _reference_decode(s)
+        assert (h, lo) == (rh, rl) or (math.isnan(h) and math.isnan(rh)), s
 
 
 def test_recipe_values_are_pinned() -> None:
@@ -75,76 +172,207 @@ def test_recipe_values_are_pinned() -> None:
         -0.65234375,
         -0.265625,
     ]
+    rows = corpus.recipe_values(1, [2, 3], "bfloat16", [1.0, 0.0], [0.0, 0.7], [(1, 1e3)])
+    assert rows.tolist() == [[0.041015625, 1000.0, -1.234375], [0.69921875, 0.69921875, 0.69921875]]
 
 
-# ------------------------------------------------------------------------------- tamper detection
+# ------------------------------------------------------------------------------- refusing bad corpora
 @pytest.fixture
-def data_copy(tmp_path: Path) -> Path:
+def tiny(tmp_path: Path) -> Path:
+    """A small corpus (the two cheapest cases of each family from the packaged one) with its manifest."""
     d = tmp_path / "data"
-    shutil.copytree(corpus.DATA_DIR, d, ignore=shutil.ignore_patterns("*.py", "*.md", "__pycache__"))
+    d.mkdir()
+    for fam in corpus.FAMILIES:
+        doc = json.loads((corpus.DATA_DIR / f"{fam}.json").read_text())
+        records = sorted(doc.pop("cases"), key=lambda r: sum(math.prod(s["shape"]) for s in r["inputs"].values()))
+        header = {k: v for k, v in doc.items() if k not in ("magic", "format_version", "family", "n_cases")}
+        corpus.write_family(d / f"{fam}.json", fam, header, records[:2])
+    corpus.write_manifest(d, "test")
     return d
 
 
-def _refused(data: Path, capsys: pytest.CaptureFixture[str]) -> str:
-    assert main(["golden", "verify", "--data", str(data), "--sample", "0"]) == 1
-    return capsys.readouterr().err
+def _manifest(d: Path, edit: Callable[[dict[str, Any]], Any]) -> None:
+    p = d / corpus.MANIFEST
+    doc = json.loads(p.read_text())
+    edit(doc)
+    p.write_text(json.dumps(doc))
 
 
-def test_a_modified_file_is_refused_naming_it(data_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    p = data_copy / "rmsnorm.json"
+def _refusal(d: Path, family: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """The one-line CorpusError of cases(family), and the same refusal from `golden verify` (exit 1, no OK)."""
+    with pytest.raises(corpus.CorpusError) as exc:
+        corpus.cases(family, d)
+    msg = str(exc.value)
+    assert "\n" not in msg and "regen" in msg, msg
+    assert main(["golden", "verify", "--data", str(d), "--sample", "0"]) == 1
+    out, err = capsys.readouterr()
+    assert "OK" not in out and "Traceback" not in err and err.count("\n") == 1 and "REFUSED" in err, err
+    return msg
+
+
+BAD_MANIFESTS: dict[str, tuple[Callable[[Path], None], str]] = {
+    "missing": (lambda d: (d / corpus.MANIFEST).unlink(), "MANIFEST.json: missing"),
+    "not JSON": (lambda d: (d / corpus.MANIFEST).write_text('{"magic": "nanolm'), "MANIFEST.json: not valid JSON"),
+    "not an object": (lambda d: (d / corpus.MANIFEST).write_text("[]"), "MANIFEST.json: not a nanolm-verify"),
+    "stale": (lambda d: _manifest(d, lambda m: m.update(format_version=0)), "MANIFEST.json: format version 0"),
+    "no files key": (lambda d: _manifest(d, lambda m: m.pop("files")), "MANIFEST.json: 'files' must map"),
+    "files a list": (lambda d: _manifest(d, lambda m: m.update(files=[])), "MANIFEST.json: 'files' must map"),
+    "lists no files": (lambda d: _manifest(d, lambda m: m.update(files={})), "MANIFEST.json: lists no files"),
+    "omits a family": (
+        lambda d: _manifest(d, lambda m: m["files"].pop("swiglu.json")),
+        "MANIFEST.json: does not list swiglu.json",
+    ),
+    "unknown file": (
+        lambda d: _manifest(d, lambda m: m["files"].update({"x.json": m["files"]["block.json"]})),
+        "MANIFEST.json: lists unknown files 'x.json'",
+    ),
+    "sha256 not hex": (
+        lambda d: _manifest(d, lambda m: m["files"]["rmsnorm.json"].update(sha256=12)),
+        "MANIFEST.json: entry for rmsnorm.json must be",
+    ),
+    "bytes a string": (
+        lambda d: _manifest(d, lambda m: m["files"]["block.json"].update(bytes="100")),
+        "MANIFEST.json: entry for block.json must be",
+    ),
+    "entry not an object": (
+        lambda d: _manifest(d, lambda m: m["files"].update({"swiglu.json": "abc"})),
+        "MANIFEST.json: entry for swiglu.json must be",
+    ),
+}
+
+
+@pytest.mark.parametrize("problem", list(BAD_MANIFESTS))
+def test_a_bad_manifest_is_refused_naming_it(problem: str, tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spoil, message = BAD_MANIFESTS[problem]
+    spoil(tiny)
+    assert message in _refusal(tiny, "rmsnorm", capsys)
+
+
+def _flip_one_digit(p: Path) -> None:
     text = p.read_text()
-    i = text.index('"decimal":["') + len('"decimal":["') + 3
+    i = text.index('"decimal":["') + len('"decimal":["') + 3  # a digit of the first golden value
     p.write_text(text[:i] + ("7" if text[i] != "7" else "8") + text[i + 1 :])
-    err = _refused(data_copy, capsys)
-    assert "rmsnorm.json" in err and "sha256" in err
 
 
-def test_a_modified_case_is_refused_even_with_a_fixed_manifest(
-    data_copy: Path, capsys: pytest.CaptureFixture[str]
+BAD_FILES: dict[str, tuple[Callable[[Path], None], str]] = {
+    "missing": (lambda d: (d / "swiglu.json").unlink(), "swiglu.json: listed in MANIFEST.json but missing"),
+    "truncated": (
+        lambda d: (d / "swiglu.json").write_bytes((d / "swiglu.json").read_bytes()[:-100]),
+        "bytes, MANIFEST.json records",
+    ),
+    "tampered": (lambda d: _flip_one_digit(d / "swiglu.json"), "swiglu.json: sha256"),
+}
+
+
+@pytest.mark.parametrize("problem", list(BAD_FILES))
+def test_a_bad_family_file_is_refused_naming_it(problem: str, tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spoil, message = BAD_FILES[problem]
+    spoil(tiny)
+    msg = _refusal(tiny, "swiglu", capsys)
+    assert "swiglu.json" in msg and message in msg, msg
+
+
+def _family(d: Path, fam: str, edit: Callable[[dict[str, Any]], Any]) -> None:
+    """Edit a family file and re-sign it in the manifest (only the per-case checks can catch the edit)."""
+    p = d / f"{fam}.json"
+    doc = json.loads(p.read_text())
+    edit(doc)
+    p.write_text(json.dumps(doc))
+    corpus.write_manifest(d, "edited")
+
+
+BAD_RECORDS: dict[str, tuple[str, Callable[[dict[str, Any]], Any], str]] = {
+    "no cases": ("block", lambda doc: doc.update(cases=[], n_cases=0), "lists no cases"),
+    "case count": ("block", lambda doc: doc.update(n_cases=5), "2 cases, header says 5"),
+    "wrong family": ("block", lambda doc: doc.update(family="swiglu"), "holds family 'swiglu'"),
+    "stale": ("block", lambda doc: doc.update(format_version=0), "the file is stale"),
+    "unknown dtype": ("rmsnorm", lambda doc: doc["cases"][0].update(dtype="float8"), "dtype 'float8'"),
+    "duplicate id": ("rmsnorm", lambda doc: doc["cases"][1].update(id=doc["cases"][0]["id"]), "not unique"),
+    "no golden": ("swiglu", lambda doc: doc["cases"][0].pop("golden"), "'golden' needs"),
+    "short golden": ("swiglu", lambda doc: doc["cases"][0]["golden"]["decimal"].pop(), "decimal strings for shape"),
+    "bad shape": ("swiglu", lambda doc: doc["cases"][0]["inputs"]["x"].update(shape=[-1, 2]), "needs a 'shape'"),
+    "missing input": ("swiglu", lambda doc: doc["cases"][0]["inputs"].pop("w_up"), "are not the swiglu inputs"),
+    "hex count": ("rmsnorm", lambda doc: doc["cases"][0]["inputs"]["weight"]["hex"].pop(), "must hold"),
+    "golden not a string": (
+        "rmsnorm",
+        lambda doc: doc["cases"][0]["golden"]["decimal"].__setitem__(0, 0.5),
+        "golden values cannot be decoded",
+    ),
+    "modified input": (
+        "rmsnorm",
+        lambda doc: doc["cases"][0]["inputs"]["x"]["hex"].__setitem__(0, "0x1.8p+0"),
+        "inputs do not hash",
+    ),
+    "modified golden": (
+        "rmsnorm",
+        lambda doc: doc["cases"][0]["golden"]["decimal"].__setitem__(0, "1.5e0"),
+        "golden values do not hash",
+    ),
+}
+
+
+@pytest.mark.parametrize("problem", list(BAD_RECORDS))
+def test_a_malformed_case_is_refused_even_with_a_fixed_manifest(
+    problem: str, tiny: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    p = data_copy / "swiglu.json"
-    text = p.read_text()
-    i = text.index('"hex":["0x1.') + len('"hex":["0x1.')
-    p.write_text(text[:i] + ("f" if text[i] != "f" else "e") + text[i + 1 :])
-    corpus.write_manifest(data_copy, "tampered")
-    err = _refused(data_copy, capsys)
-    assert "swiglu.json" in err and "case" in err
+    fam, edit, message = BAD_RECORDS[problem]
+    _family(tiny, fam, edit)
+    msg = _refusal(tiny, fam, capsys)
+    assert f"{fam}.json" in msg and message in msg, msg
 
 
-def test_a_truncated_file_is_refused_naming_it(data_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    p = data_copy / "block.json"
-    p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
-    assert "block.json" in _refused(data_copy, capsys)
-    corpus.write_manifest(data_copy, "tampered")  # even with a matching manifest: not valid JSON
-    err = _refused(data_copy, capsys)
-    assert "block.json" in err and "truncated" in err
+def test_a_modified_recipe_case_is_refused_when_used(tiny: Path) -> None:
+    doc = json.loads((corpus.DATA_DIR / "rmsnorm.json").read_text())
+    big = next(r for r in doc["cases"] if r["id"] == "D2048-mean-outlier-bfloat16")
+    big["inputs"]["x"]["recipe"]["seed"] += 1
+    _family(tiny, "rmsnorm", lambda d: d.update(cases=[*d["cases"], big], n_cases=3))
+    case = corpus.cases("rmsnorm", tiny)[-1]
+    assert case.lazy
+    with pytest.raises(corpus.CorpusError, match="D2048-mean-outlier-bfloat16.*inputs do not hash"):
+        _ = case.inputs
 
 
-def test_a_stale_version_is_refused_with_a_hint(data_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    p = data_copy / "block.json"
-    p.write_text(p.read_text().replace('"format_version": 1', '"format_version": 0', 1))
-    corpus.write_manifest(data_copy, "old")
-    err = _refused(data_copy, capsys)
-    assert "block.json" in err and "stale" in err and "regen" in err
-
-
-def test_regen_refuses_to_overwrite_without_force(data_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    before = (data_copy / "rmsnorm.json").read_bytes()
-    assert main(["golden", "regen", "--data", str(data_copy)]) == 2
+# --------------------------------------------------------------------------------------------- regen
+def test_regen_refuses_to_overwrite_without_force(tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = (tiny / "rmsnorm.json").read_bytes()
+    assert main(["golden", "regen", "--data", str(tiny)]) == 2
     assert "--force" in capsys.readouterr().err
-    assert (data_copy / "rmsnorm.json").read_bytes() == before
+    assert (tiny / "rmsnorm.json").read_bytes() == before
 
 
-def test_regen_reproduces_the_stored_block_family(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = tmp_path / "fresh"
-    assert main(["golden", "regen", "--data", str(out), "--family", "block"]) == 0
-    assert main(["golden", "verify", "--data", str(out)]) == 0
-    fresh = json.loads((out / "block.json").read_text())["cases"]
-    stored = json.loads((corpus.DATA_DIR / "block.json").read_text())["cases"]
-    assert [c["golden_sha256"] for c in fresh] == [c["golden_sha256"] for c in stored]
-    assert [c["inputs_sha256"] for c in fresh] == [c["inputs_sha256"] for c in stored]
+def test_regen_of_one_family_needs_the_others_beside_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["golden", "regen", "--data", str(tmp_path / "new"), "--family", "block"]) == 2
+    err = capsys.readouterr().err
+    assert "rmsnorm.json" in err and "swiglu.json" in err and err.count("\n") == 1
+    assert not (tmp_path / "new").exists()
 
 
+def test_regen_of_one_family_rewrites_it_and_the_manifest(
+    tiny: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first_two = generate.GENERATORS["block"]
+    monkeypatch.setitem(generate.GENERATORS, "block", lambda: list(first_two())[:2])  # (skip the long sequences)
+    others = {f: (tiny / f"{f}.json").read_bytes() for f in ("rmsnorm", "swiglu")}
+    assert main(["golden", "regen", "--data", str(tiny), "--family", "block", "--force"]) == 0
+    assert main(["golden", "verify", "--data", str(tiny)]) == 0
+    assert all((tiny / f"{f}.json").read_bytes() == b for f, b in others.items())
+    assert [c.id for c in corpus.cases("block", tiny)] == ["D32-H4-G2-T6-bfloat16", "D32-H8-G4-T5-float32"]
+
+
+@pytest.mark.parametrize("family", corpus.FAMILIES)
+def test_the_generator_reproduces_the_stored_cases(family: str) -> None:
+    """Inputs, goldens and their hashes regenerate bit for bit (the cheap cases and one model-sized RMSNorm)."""
+    stored = {r["id"]: r for r in json.loads((corpus.DATA_DIR / f"{family}.json").read_text())["cases"]}
+    specs = list(generate.GENERATORS[family]())
+    picked = specs[:2] + [s for s in specs if s["id"] == "D16384-outlier-constant-float16"]
+    for spec in picked:
+        fresh = generate._record(family, spec)
+        assert {k: fresh[k] for k in ("inputs", "inputs_sha256", "golden", "golden_sha256")} == {
+            k: stored[spec["id"]][k] for k in ("inputs", "inputs_sha256", "golden", "golden_sha256")
+        }
+
+
+# --------------------------------------------------------------------------------------------- bench
 def test_bench_reports_in_the_documented_format(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["golden", "bench", "--dim", "64", "--hidden", "160", "--slice", "4"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
@@ -155,7 +383,24 @@ def test_bench_reports_in_the_documented_format(capsys: pytest.CaptureFixture[st
     ), last
 
 
-def test_corpus_goldens_are_usable_as_golden_objects(stored: dict[str, corpus.Case]) -> None:
-    case = stored["rmsnorm/D2-scales-float32"]
-    assert isinstance(case.golden, golden.Golden)
-    assert case.golden.rounded(torch.float32).shape == case.tensor("x").shape
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["golden", "bench", "--dim", "0"], "--dim"),
+        (["golden", "bench", "--hidden", "-3"], "--hidden"),
+        (["golden", "bench", "--slice", "x"], "--slice"),
+        (["golden", "verify", "--sample", "-1"], "--sample"),
+        (["golden", "verify", "--data", "/nonexistent/corpus"], "--data"),
+        (["golden", "regen", "--data", __file__], "--data"),
+        (["golden", "regen", "--family", "layernorm"], "--family"),
+        (["golden", "nonsense"], "ACTION"),
+        (["golden"], "action"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line_naming_them(
+    argv: list[str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        raise SystemExit(main(argv))
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1 and named in err, err

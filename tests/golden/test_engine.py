@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import golden
-from golden import dd, engine
+from golden import dd, definitions, fast
 from nanolm_core import Block, ModelConfig
 
 DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16]
@@ -222,19 +222,19 @@ def test_slow_evaluation_times_out_with_a_clear_error() -> None:
 
 def test_a_wrong_dd_kernel_is_caught_by_self_validation(monkeypatch: pytest.MonkeyPatch) -> None:
     real = dd.exp
-    monkeypatch.setattr(engine.dd, "exp", lambda a: dd.DD(*dd.fast_two_sum(real(a).hi, real(a).hi * 2.0**-90)))
+    monkeypatch.setattr(fast.dd, "exp", lambda a: dd.DD(*dd.fast_two_sum(real(a).hi, real(a).hi * 2.0**-90)))
     with pytest.raises(golden.GoldenPrecisionError, match="exp"):
         golden.silu(torch.randn(10))
 
 
 def test_mpmath_recomputation_disagreement_raises(monkeypatch: pytest.MonkeyPatch) -> None:
     """The mpmath evaluator compares prec and prec + 64 bits: an evaluation that depends on the precision fails."""
-    orig = engine._MP.silu
+    orig = definitions.silu
 
-    def flaky(self, z):
-        return orig(self, z) * (1 + self.ctx.ldexp(1, -self.ctx.prec + 40))
+    def flaky(ctx, z):
+        return orig(ctx, z) * (1 + ctx.ldexp(1, -ctx.prec + 40))
 
-    monkeypatch.setattr(engine._MP, "silu", flaky)
+    monkeypatch.setattr(definitions, "silu", flaky)
     with pytest.raises(golden.GoldenPrecisionError, match="disagrees"):
         golden.silu(torch.randn(4), method="mpmath")
 
@@ -256,3 +256,38 @@ def test_nonfinite_inputs_give_an_uncertified_float64_value() -> None:
     zero_row = golden.rmsnorm(torch.zeros(1, 4), torch.ones(4), 0.0)
     assert np.isnan(zero_row.hi).all()  # 0/0: the definition has no value
     assert np.array_equal(golden.rmsnorm(torch.zeros(1, 4), torch.ones(4), 1e-6).hi, np.zeros((1, 4)))
+
+
+# --------------------------------------------------------------------------------- structure and paths
+def test_the_definitions_are_plain_mpmath_on_a_worked_example() -> None:
+    """golden.definitions evaluates the maths in the context it is given: RMSNorm of (3, 4) is (3, 4)·√2/5."""
+    ctx = mpmath.MPContext()
+    ctx.prec = 200
+    y = definitions.rmsnorm(ctx, np.array([[ctx.mpf(3), ctx.mpf(4)]], dtype=object), np.array([1, 1]), 0.0)
+    assert abs(y[0, 0] - 3 * ctx.sqrt(2) / 5) < ctx.mpf(2) ** -190
+    assert abs(y[0, 1] - 4 * ctx.sqrt(2) / 5) < ctx.mpf(2) ** -190
+    source = open(definitions.__file__, encoding="utf-8").read()
+    assert "import golden" not in source and "from golden" not in source  # maths only: no framework, no fast path
+
+
+def test_long_sequences_are_chunked_without_changing_the_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    blk, cfg, x = _block_case(torch.float32, G=2, T=7)
+    sd = blk.state_dict()
+    whole = golden.block(x, sd, cfg)
+    monkeypatch.setattr(fast, "_ATTENTION_BUDGET", 1)  # one query position per chunk
+    chunked = golden.block(x, sd, cfg, validate="full")
+    assert chunked.info["full_check_rel"] <= 2.0**-100
+    assert np.all(np.abs((chunked.hi - whole.hi) + (chunked.lo - whole.lo)) <= 2.0**-100 * np.abs(whole.hi))
+
+
+def test_vjps_honour_method_mpmath() -> None:
+    torch.manual_seed(7)
+    x, w, gy = torch.randn(2, 6, dtype=torch.float64), torch.randn(6, dtype=torch.float64), torch.randn(2, 6)
+    by_mpmath = golden.rmsnorm_vjp(x, w, 1e-6, gy, method="mpmath")
+    by_fast = golden.rmsnorm_vjp(x, w, 1e-6, gy)
+    for m, f in zip(by_mpmath, by_fast, strict=True):
+        assert m.info["method"] == "mpmath" and f.info["method"] == "fast"
+        assert np.all(np.abs((m.hi - f.hi) + (m.lo - f.lo)) <= 2.0**-100 * np.maximum(np.abs(f.hi), 1e-300))
+    wg, wu, wd = torch.randn(5, 6), torch.randn(5, 6), torch.randn(6, 5)
+    outs = golden.swiglu_vjp(x.float(), wg, wu, wd, gy.float(), method="mpmath")
+    assert [o.info["method"] for o in outs] == ["mpmath"] * 4 and outs[1].shape == (5, 6)
