@@ -23,8 +23,42 @@ from golden import dd
 from golden.formats import fmt
 
 
+def _round_bits(x: np.ndarray, p: int) -> np.ndarray:
+    """RNE of float64 values to p significant bits by integer arithmetic on their bit patterns (valid where the
+    value and the result are normal in the target: adding half an ULP − 1 + the kept last bit, then truncating,
+    rounds to nearest with ties to even; a carry out of the significand moves to the next binade, as it must)."""
+    shift = np.uint64(53 - p)
+    bits = np.ascontiguousarray(x).view(np.uint64)
+    last = (bits >> shift) & np.uint64(1)
+    half_minus_one = np.uint64((1 << (53 - p - 1)) - 1)
+    return ((bits + half_minus_one + last) & ~np.uint64((1 << (53 - p)) - 1)).view(np.float64)
+
+
 def round_to_grid(hi: np.ndarray, lo: np.ndarray | None, dtype: torch.dtype) -> np.ndarray:
-    """RNE(hi + lo) in ``dtype``, returned as float64 values (exactly representable in dtype, or ±inf/NaN)."""
+    """RNE(hi + lo) in ``dtype``, returned as float64 values (exactly representable in dtype, or ±inf/NaN).
+
+    Plain float64 values (no ``lo``) in the target's normal range take an integer fast path (_round_bits, about
+    30× faster: the corpus rounds 10⁸ recipe weights); the rest — subnormal, overflowing, non-finite, or with a
+    ``lo`` part — the general path below.
+    """
+    hi = np.asarray(hi, dtype=np.float64)
+    if lo is None and dtype != torch.float64:
+        f = fmt(dtype)
+        fast = _round_bits(hi, f.p)
+        exponent = np.uint64(0x7FF)  # biased exponents: normal in the target before and after (NaN, ±inf: not)
+        before = (np.ascontiguousarray(hi).view(np.uint64) >> np.uint64(52)) & exponent
+        after = (fast.view(np.uint64) >> np.uint64(52)) & exponent
+        normal = (before >= np.uint64(f.emin + 1023)) & (after <= np.uint64(f.emax + 1023))
+        if normal.all():
+            return fast
+        rest = ~normal
+        out = np.where(normal, fast, 0.0)
+        out[rest] = _round_general(hi[rest], np.zeros(int(rest.sum())), dtype)
+        return out
+    return _round_general(hi, lo, dtype)
+
+
+def _round_general(hi: np.ndarray, lo: np.ndarray | None, dtype: torch.dtype) -> np.ndarray:
     hi = np.asarray(hi, dtype=np.float64)
     lo = np.zeros_like(hi) if lo is None else np.broadcast_to(np.asarray(lo, dtype=np.float64), hi.shape)
     with np.errstate(all="ignore"):
