@@ -1,0 +1,67 @@
+"""The laws as plain Hypothesis tests, for a fuzzing engine to drive (``nanolm-verify fuzz``; HypoFuzz).
+
+Not collected by ordinary test runs (its name does not start with ``test_``): ``fuzz`` passes this file to
+``hypothesis fuzz`` explicitly, with the implementation (``NANOLM_IMPL``), the example database
+(``NANOLM_FUZZ_DATABASE``: a directory or a redis:// URL) and the selected laws (``NANOLM_FUZZ_LAWS``, ids
+separated by commas; ``NANOLM_FUZZ_DTYPES``). One test per law × dtype, each wrapping the law's inner test
+exactly as the runner does, so the database key of a law is the same here and in ``check --database``: what the
+fuzzer finds, the next ``check`` replays first. The database becomes the default of a profile loaded here —
+this module runs only inside the fuzzer's own processes, never in a user's test session.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from golden.formats import fmt
+from properties.running import databases
+from properties.running.loading import load
+from properties.running.runner import LAWS
+
+IMPL = load(os.environ.get("NANOLM_IMPL", "nanolm_core"))
+settings.register_profile(
+    "nanolm-fuzz", database=databases.open(os.environ["NANOLM_FUZZ_DATABASE"]), deadline=None, print_blob=False
+)
+settings.load_profile("nanolm-fuzz")
+_LAWS = [s for s in os.environ.get("NANOLM_FUZZ_LAWS", "").split(",") if s]
+_DTYPES = [fmt(s).name for s in os.environ.get("NANOLM_FUZZ_DTYPES", "").split(",") if s]
+
+
+def _test(law: Any) -> Callable[..., None]:
+    body = law.body
+
+    def counted(impl: Any, dtype: Any, device: Any, data: Any) -> Any:  # the runner's wrapper, same digest
+        return body(impl, dtype, device, data)
+
+    functools.update_wrapper(counted, body)
+    return given(data=st.data())(counted)
+
+
+for _law in LAWS.values():
+    if not _law.uses_hypothesis or (_LAWS and _law.id not in _LAWS) or _law.component not in (*IMPL.provided, "Module"):
+        continue
+    for _dtype in (fmt(d).name for d in _law.dtypes):
+        if not _DTYPES or _dtype in _DTYPES:
+            globals()[f"test_{_law.component}_{_law.name}_{_dtype}"] = _test(_law)
+
+
+@pytest.fixture
+def impl() -> Any:
+    return IMPL
+
+
+@pytest.fixture
+def dtype(request: pytest.FixtureRequest) -> Any:
+    return fmt(request.node.name.rsplit("_", 1)[-1]).dtype  # test_<Component>_<law>_<dtype>
+
+
+@pytest.fixture
+def device() -> str:
+    return "cpu"
