@@ -226,7 +226,7 @@ def config_consistency_case(field: str, d: Draw, valid: bool) -> Case:
     base = dataclasses.asdict(d.good_config())
     D, H = base["dim"], base["n_heads"]
     if not valid:
-        if field == "n_heads":  # H ∤ D (H = D + 1 always qualifies)
+        if field == "n_heads":  # H ∤ D: some h ≤ 21 qualifies, as lcm(2…21) > 2**22 ≥ D
             base["n_heads"] = d.choice([h for h in range(2, min(D, 500) + 2) if D % h])
         elif field == "n_kv_heads":  # G ∤ H
             base["n_kv_heads"] = d.choice([g for g in range(2, H + 2) if H % g])
