@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from nanolm_core._checks import check_sequence, upcast_dtype
+from nanolm_core._checks import check_instance, check_sequence, upcast_dtype
 from nanolm_core.config import ModelConfig
 
 __all__ = ["Attention", "apply_rope", "causal_mask", "expand_kv", "rope_cos_sin", "rotate_half"]
@@ -55,10 +55,13 @@ class Attention(nn.Module):
     Casts: the four projections run in the module dtype; RoPE (tables and rotation), scores, the
     max-subtracted softmax and probs·v run in c = fp32 (fp64 for fp64 input) — q and k are upcast by
     ``rope``, v by ``attend``; the heads are rounded to x.dtype before W_o.
+    Accepts a ``ModelConfig`` (else TypeError naming ``config``); x (B, T, D), T ≤ max_seq_len, in the
+    module's floating dtype and on its device.
     """
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
+        check_instance(config, ModelConfig, "config", "Attention")
         self.config = config
         D, H, G, K = config.dim, config.n_heads, config.n_kv_heads, config.head_dim
         self.wq = nn.Linear(D, H * K, bias=False)

@@ -9,17 +9,26 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from nanolm_core._checks import MAX_SIZE, check_bool, check_eps, check_positive, check_size
+
 __all__ = ["CONFIGS", "ModelConfig", "default_ffn_dim"]
 
 
 def default_ffn_dim(dim: int, multiple_of: int = 256) -> int:
     """F = multiple_of · ceil((8·D/3) / multiple_of): SwiGLU's three matrices cost 3·D·F ≈ 2·D·4D."""
+    dim = check_size(dim, "dim", "default_ffn_dim")
+    multiple_of = check_size(multiple_of, "multiple_of", "default_ffn_dim")
     return multiple_of * math.ceil((8 * dim / 3) / multiple_of)
 
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
     """Sizes of the pre-norm transformer; ``ffn_dim=None`` derives F from D (Llama: D=4096 → 11008).
+
+    Accepted (else TypeError/ValueError naming the field and its value): every size — dim, n_layers, n_heads,
+    n_kv_heads, vocab_size, multiple_of, max_seq_len and ffn_dim (given or derived) — an integral number (not
+    bool) in 1 … 2**24, stored as int; norm_eps a finite real ≥ 0 and rope_theta a finite real > 0, stored as
+    float; tie_embeddings a bool; H | D, G | H and K = D // H even.
 
     Note: ``dataclasses.replace(cfg, dim=...)`` keeps the resolved F; pass ``ffn_dim=None`` to re-derive it.
     """
@@ -37,27 +46,29 @@ class ModelConfig:
     ffn_dim: int | None = None  # F; None → multiple_of · ceil((8D/3) / multiple_of), resolved once below
 
     def __post_init__(self) -> None:
-        for name in ("dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "multiple_of", "max_seq_len"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"ModelConfig.{name} must be an int, got {type(value).__name__} {value!r}")
-            if value <= 0:
-                raise ValueError(f"ModelConfig.{name} must be positive, got {value}")
+        # Each field is checked and stored normalised (numpy ints → int), so that a config prints, compares
+        # and serialises alike whatever built it; F is resolved here, once, as the contract names it ffn_dim.
+        for name, check in _FIELD_CHECKS.items():
+            object.__setattr__(self, name, check(getattr(self, name), name, "ModelConfig"))
         if self.ffn_dim is None:
-            # The contract lets callers give F under the name ffn_dim, so the default is resolved here, once.
-            object.__setattr__(self, "ffn_dim", default_ffn_dim(self.dim, self.multiple_of))
-        if isinstance(self.ffn_dim, bool) or not isinstance(self.ffn_dim, int) or self.ffn_dim <= 0:
-            raise ValueError(f"ModelConfig.ffn_dim must be a positive int or None, got {self.ffn_dim!r}")
-        if not (isinstance(self.norm_eps, (int, float)) and math.isfinite(self.norm_eps) and self.norm_eps >= 0):
-            raise ValueError(f"ModelConfig.norm_eps must be a finite float >= 0, got {self.norm_eps!r}")
-        if not (isinstance(self.rope_theta, (int, float)) and self.rope_theta > 0):
-            raise ValueError(f"ModelConfig.rope_theta must be positive, got {self.rope_theta!r}")
-        if self.dim % self.n_heads:
-            raise ValueError(f"ModelConfig.dim={self.dim} is not divisible by n_heads={self.n_heads}")
-        if self.n_heads % self.n_kv_heads:
-            raise ValueError(f"ModelConfig.n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads}")
+            F = default_ffn_dim(self.dim, self.multiple_of)
+            if F > MAX_SIZE:
+                raise ValueError(
+                    f"ModelConfig: ffn_dim=None derives F={F} from dim={self.dim} and multiple_of={self.multiple_of}, "
+                    f"over 2**24 = {MAX_SIZE}; give ffn_dim"
+                )
+            object.__setattr__(self, "ffn_dim", F)
+        object.__setattr__(self, "ffn_dim", check_size(self.ffn_dim, "ffn_dim", "ModelConfig"))
+        D, H, G = self.dim, self.n_heads, self.n_kv_heads
+        if D % H:
+            raise ValueError(f"ModelConfig: dim={D} is not divisible by n_heads={H}")
+        if H % G:
+            raise ValueError(f"ModelConfig: n_heads={H} is not divisible by n_kv_heads={G}")
         if self.head_dim % 2:
-            raise ValueError(f"ModelConfig.dim/n_heads = head_dim={self.head_dim} must be even for rotate-half RoPE")
+            raise ValueError(
+                f"ModelConfig: head_dim = dim // n_heads = {self.head_dim} must be even for rotate-half RoPE "
+                f"(dim={D}, n_heads={H})"
+            )
 
     @property
     def head_dim(self) -> int:
@@ -69,6 +80,14 @@ class ModelConfig:
         """Query heads per kv head, H / G: query head h reads kv head h // n_rep."""
         return self.n_heads // self.n_kv_heads
 
+
+_SIZES = ("dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "multiple_of", "max_seq_len")
+_FIELD_CHECKS = {
+    **dict.fromkeys(_SIZES, check_size),
+    "norm_eps": check_eps,
+    "rope_theta": check_positive,
+    "tie_embeddings": check_bool,
+}
 
 CONFIGS: dict[str, ModelConfig] = {
     "tiny": ModelConfig(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=256, max_seq_len=128),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from nanolm_core._checks import check_sequence
+from nanolm_core._checks import check_instance, check_module_class, check_sequence, check_tokens
 from nanolm_core.attention import Attention
 from nanolm_core.config import ModelConfig
 from nanolm_core.modules import RMSNorm, SwiGLU
@@ -20,6 +20,8 @@ class Block(nn.Module):
     with ``attn.wo`` and ``ffn.w_down`` zeroed the block is exactly the identity.
     Casts: each sub-module follows its own policy; the residual additions run in x.dtype.
     The sub-module classes are class attributes, so a variant swaps one of them instead of copying __init__.
+    Accepts a ``ModelConfig`` (else TypeError naming ``config``); x (B, T, D), T ≤ max_seq_len, in the
+    module's floating dtype and on its device.
     """
 
     norm_cls: type[nn.Module] = RMSNorm
@@ -28,6 +30,7 @@ class Block(nn.Module):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
+        check_instance(config, ModelConfig, "config", type(self).__name__)
         self.config = config
         self.attn_norm = self.norm_cls(config.dim, config.norm_eps)
         self.attn = self.attn_cls(config)
@@ -55,11 +58,15 @@ class PostNormBlock(Block):
 class Transformer(nn.Module):
     """logits = head(norm_f(block_L(… block_1(embed(tokens))))), head tied to embed if configured.
 
-    tokens: (B, T) int64 → logits (B, T, V). ``block_cls`` selects pre-norm (default) or post-norm.
+    tokens: (B, T) int64 or int32, T ≤ max_seq_len, ids in [0, V) → logits (B, T, V); else TypeError/ValueError
+    naming ``tokens`` (and the position and value of a bad id). ``block_cls`` (an nn.Module class taking the
+    config) selects pre-norm (default) or post-norm.
     """
 
     def __init__(self, config: ModelConfig, block_cls: type[Block] = Block) -> None:
         super().__init__()
+        check_instance(config, ModelConfig, "config", "Transformer")
+        check_module_class(block_cls, "block_cls", "Transformer")
         self.config = config
         self.embed = nn.Embedding(config.vocab_size, config.dim)
         self.layers = nn.ModuleList(block_cls(config) for _ in range(config.n_layers))
@@ -69,10 +76,8 @@ class Transformer(nn.Module):
             self.head.weight = self.embed.weight  # one (V, D) matrix reads tokens and predicts them
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        if tokens.dtype not in (torch.int64, torch.int32) or tokens.dim() != 2:
-            raise TypeError(
-                f"Transformer: tokens must be an int tensor of shape (B, T), got {tokens.dtype} {tuple(tokens.shape)}"
-            )
+        cfg = self.config
+        check_tokens(tokens, cfg.vocab_size, cfg.max_seq_len, "Transformer", self.embed.weight)
         x = self.embed(tokens)  # (B, T, D)
         for layer in self.layers:
             x = layer(x)

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nanolm_core._checks import check_features, upcast_dtype
+from nanolm_core._checks import check_eps, check_features, check_size, upcast_dtype
 
 __all__ = ["LayerNorm", "RMSNorm", "ReLUFFN", "SwiGLU"]
 
@@ -21,12 +21,14 @@ class RMSNorm(nn.Module):
     x: (..., D) input; w: (D,) learnable gain ``weight`` (init 1); eps: added inside the square root.
     Casts: x and w are upcast to c = fp32 (fp64 for fp64 input), the whole product x·rsqrt(ms+eps)·w
     is computed in c, and the result is rounded once to x.dtype (the torch ``F.rms_norm`` / Gemma order).
+    Accepts dim an integral number in 1 … 2**24 and eps a finite real ≥ 0 (else TypeError/ValueError naming
+    it); x a float64/32/16/bf16 tensor (..., D) on the weight's device, of any of these dtypes.
     """
 
     def __init__(self, dim: int, eps: float = 1e-6) -> None:
         super().__init__()
-        self.dim, self.eps = dim, eps
-        self.weight = nn.Parameter(torch.ones(dim))
+        self.dim, self.eps = check_size(dim, "dim", "RMSNorm"), check_eps(eps, "eps", "RMSNorm")
+        self.weight = nn.Parameter(torch.ones(self.dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_features(x, self.dim, "RMSNorm", self.weight)
@@ -39,14 +41,14 @@ class RMSNorm(nn.Module):
 class LayerNorm(nn.Module):
     """y = (x − mean(x)) / sqrt(var(x) + eps) ⊙ w + b — the 2017 norm, for contrast with RMSNorm.
 
-    var is the biased (1/D) variance; casts as in ``RMSNorm`` (compute in c, round once).
+    var is the biased (1/D) variance; casts and accepted arguments as in ``RMSNorm`` (compute in c, round once).
     """
 
     def __init__(self, dim: int, eps: float = 1e-6) -> None:
         super().__init__()
-        self.dim, self.eps = dim, eps
-        self.weight = nn.Parameter(torch.ones(dim))
-        self.bias = nn.Parameter(torch.zeros(dim))
+        self.dim, self.eps = check_size(dim, "dim", "LayerNorm"), check_eps(eps, "eps", "LayerNorm")
+        self.weight = nn.Parameter(torch.ones(self.dim))
+        self.bias = nn.Parameter(torch.zeros(self.dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_features(x, self.dim, "LayerNorm", self.weight)
@@ -62,14 +64,16 @@ class SwiGLU(nn.Module):
 
     x: (..., D); W_gate, W_up: (F, D); W_down: (D, F); all bias-free ``nn.Linear``. Runs in the
     module dtype: each linear layer rounds its output to that dtype, as do silu and the product.
+    Accepts D = dim and F = hidden_dim integral numbers in 1 … 2**24; x of shape (..., D) in the module's
+    floating dtype, on its device.
     """
 
     def __init__(self, dim: int, hidden_dim: int) -> None:
         super().__init__()
-        self.dim, self.hidden_dim = dim, hidden_dim
-        self.w_gate = nn.Linear(dim, hidden_dim, bias=False)
-        self.w_up = nn.Linear(dim, hidden_dim, bias=False)
-        self.w_down = nn.Linear(hidden_dim, dim, bias=False)
+        self.dim, self.hidden_dim = check_size(dim, "dim", "SwiGLU"), check_size(hidden_dim, "hidden_dim", "SwiGLU")
+        self.w_gate = nn.Linear(self.dim, self.hidden_dim, bias=False)
+        self.w_up = nn.Linear(self.dim, self.hidden_dim, bias=False)
+        self.w_down = nn.Linear(self.hidden_dim, self.dim, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_features(x, self.dim, "SwiGLU", self.w_gate.weight, same_dtype=True)
@@ -77,13 +81,14 @@ class SwiGLU(nn.Module):
 
 
 class ReLUFFN(nn.Module):
-    """y = W_2 relu(W_1 x + b_1) + b_2 with F = 4D — the 2017 FFN, two matrices (contrast)."""
+    """y = W_2 relu(W_1 x + b_1) + b_2 with F = 4D — the 2017 FFN, two matrices (contrast); sizes as ``SwiGLU``."""
 
     def __init__(self, dim: int, hidden_dim: int | None = None) -> None:
         super().__init__()
-        self.dim = dim
-        self.w1 = nn.Linear(dim, hidden_dim or 4 * dim)
-        self.w2 = nn.Linear(hidden_dim or 4 * dim, dim)
+        self.dim = check_size(dim, "dim", "ReLUFFN")
+        self.hidden_dim = 4 * self.dim if hidden_dim is None else check_size(hidden_dim, "hidden_dim", "ReLUFFN")
+        self.w1 = nn.Linear(self.dim, self.hidden_dim)
+        self.w2 = nn.Linear(self.hidden_dim, self.dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_features(x, self.dim, "ReLUFFN", self.w1.weight, same_dtype=True)

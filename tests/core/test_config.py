@@ -1,7 +1,9 @@
 """ModelConfig: derived sizes, presets, and validation errors that name the field."""
 
 import dataclasses
+import json
 
+import numpy as np
 import pytest
 
 from nanolm_core import CONFIGS, ModelConfig
@@ -55,3 +57,27 @@ def test_inconsistent_values_raise_value_error_naming_the_field(kwargs, field):
 def test_non_integer_sizes_raise_type_error_naming_the_field():
     with pytest.raises(TypeError, match="dim"):
         ModelConfig(dim=64.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"dim": True}, TypeError, r"ModelConfig: dim=True \(bool\) must be an int"),
+        ({"dim": 2**62}, ValueError, "ModelConfig: dim=4611686018427387904 must be a positive int ≤ 2\\*\\*24"),
+        ({"vocab_size": "32000"}, TypeError, r"ModelConfig: vocab_size='32000' \(str\) must be an int"),
+        ({"norm_eps": float("inf")}, ValueError, "ModelConfig: norm_eps=inf must be finite"),
+        ({"rope_theta": float("nan")}, ValueError, "ModelConfig: rope_theta=nan must be finite"),
+        ({"tie_embeddings": 1}, TypeError, r"ModelConfig: tie_embeddings=1 \(int\) must be a bool"),
+        ({"ffn_dim": 2.0}, TypeError, r"ModelConfig: ffn_dim=2.0 \(float\) must be an int"),
+        ({"dim": 2**23, "n_heads": 2**10}, ValueError, "ffn_dim=None derives F=22369792 from dim=8388608"),
+    ],
+)
+def test_bad_field_raises_naming_field_and_value(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        ModelConfig(**kwargs)
+
+
+def test_numpy_sizes_are_stored_as_python_ints_so_the_config_serialises():
+    cfg = ModelConfig(dim=np.int64(64), n_heads=np.int32(4), norm_eps=np.float32(0.5), rope_theta=10000)
+    assert cfg == ModelConfig(dim=64, n_heads=4, norm_eps=0.5)
+    assert json.loads(json.dumps(dataclasses.asdict(cfg)))["dim"] == 64

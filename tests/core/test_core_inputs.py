@@ -1,9 +1,10 @@
 """Bad input to the reference core gets a clear ValueError/TypeError naming the problem, and no mutation."""
 
+import numpy as np
 import pytest
 import torch
 
-from nanolm_core import CONFIGS, Block, LayerNorm, RMSNorm, SwiGLU
+from nanolm_core import CONFIGS, Block, LayerNorm, RMSNorm, SwiGLU, Transformer
 
 CFG = CONFIGS["tiny"]  # D=64, H=4, G=2, max_seq_len=128
 
@@ -77,3 +78,58 @@ def test_forward_never_modifies_its_input(name):
     before = x.clone()
     modules()[name](x)
     assert torch.equal(x, before)
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "message"),
+    [
+        (lambda: RMSNorm(0), ValueError, r"RMSNorm: dim=0 must be a positive int ≤ 2\*\*24"),
+        (lambda: RMSNorm(2.5), TypeError, r"RMSNorm: dim=2.5 \(float\) must be an int"),
+        (lambda: RMSNorm(True), TypeError, r"RMSNorm: dim=True \(bool\) must be an int"),
+        (lambda: RMSNorm(64, float("nan")), ValueError, "RMSNorm: eps=nan must be finite"),
+        (lambda: RMSNorm(64, -1e-6), ValueError, "RMSNorm: eps=-1e-06 must be finite and ≥ 0"),
+        (lambda: RMSNorm(64, "1e-6"), TypeError, r"RMSNorm: eps='1e-6' \(str\) must be a real number"),
+        (lambda: SwiGLU(0, 8), ValueError, "SwiGLU: dim=0 must be"),
+        (lambda: SwiGLU(8, 0), ValueError, "SwiGLU: hidden_dim=0 must be"),
+        (
+            lambda: Block({"dim": 64}),
+            TypeError,
+            r"Block: config=\{'dim': 64\} \(dict\) must be a nanolm_core.config.ModelConfig",
+        ),
+    ],
+)
+def test_bad_constructor_arguments_name_the_argument_and_value(make, error, message):
+    with pytest.raises(error, match=message):
+        make()
+
+
+def test_numpy_integers_and_reals_are_accepted_and_stored_as_python_numbers():
+    norm = RMSNorm(np.int64(8), np.float32(0.5))
+    assert (type(norm.dim), type(norm.eps), norm.eps) == (int, float, 0.5)
+
+
+def test_valid_zero_size_batches_pass_through():
+    assert RMSNorm(CFG.dim)(torch.randn(0, CFG.dim)).shape == (0, CFG.dim)
+    assert Block(CFG)(torch.randn(2, 0, CFG.dim)).shape == (2, 0, CFG.dim)
+
+
+@pytest.mark.parametrize("bad", [-1, CFG.vocab_size, 2**40])
+def test_out_of_range_token_id_names_its_position_and_value(bad):
+    tokens = torch.zeros(2, 5, dtype=torch.int64)
+    tokens[1, 3] = bad
+    with pytest.raises(ValueError, match=rf"Transformer: tokens\[1, 3\]={bad} is out of range \[0, vocab_size=256\)"):
+        Transformer(CFG)(tokens)
+
+
+@pytest.mark.parametrize(
+    ("tokens", "error", "message"),
+    [
+        (torch.zeros(2, 5), TypeError, "dtype torch.float32 is not supported for tokens"),
+        (torch.zeros(5, dtype=torch.int64), ValueError, r"tokens must have rank 2 \(B, T\), got shape \(5,\)"),
+        (torch.zeros(1, 129, dtype=torch.int64), ValueError, "sequence length T=129 exceeds max_seq_len=128"),
+        ([[1, 2]], TypeError, "expected a torch.Tensor, got list for tokens"),
+    ],
+)
+def test_malformed_token_tensors_are_rejected_naming_tokens(tokens, error, message):
+    with pytest.raises(error, match=message):
+        Transformer(CFG)(tokens)
