@@ -22,8 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # One representative dtype per law: the law's fp32 run where it applies, else its first dtype (bf16-only laws).
 LAW_DTYPES = {law_id: (torch.float32 if torch.float32 in law.dtypes else law.dtypes[0]) for law_id, law in LAWS.items()}
-COURSE_LAWS = sorted(law_id for law_id in LAWS if law_id.startswith(("RMSNorm.", "SwiGLU.")))
-BLOCK_LAWS = sorted(law_id for law_id in LAWS if law_id.startswith("Block."))
+ON_CPU = [law_id for law_id, law in LAWS.items() if "accelerator" not in law.tags]  # the CPU's laws
+COURSE_LAWS = sorted(law_id for law_id in ON_CPU if law_id.startswith(("RMSNorm.", "SwiGLU.")))
+BLOCK_LAWS = sorted(law_id for law_id in ON_CPU if law_id.startswith("Block."))
 
 
 def solutions() -> Implementation:
