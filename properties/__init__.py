@@ -41,7 +41,9 @@ LAYERS = {
     "properties.library": 3,
     "properties.running": 4,
     "properties.commands": 5,
+    "properties.testing": 5,
     "properties.entry": 6,
+    "properties.conformance": 6,
 }
 
 MOVED = {

@@ -33,9 +33,11 @@ CONVENTIONS = {
         "formula": "y = fl(x · rsqrt(mean(x²) + eps) · (1 + w_g)),  w_g = w − 1",
         "rounding": "one rounding of the output (the product is computed in fp32, then type_as(x)); "
         "the effective gain fl32(1 + fl32(w − 1)) may add one rounding of the weight",
-        "compute_dtype": "fp32 for every input dtype — fp64 input is downcast to fp32 (x.float())",
+        "compute": "fp32 for every input dtype — fp64 input is downcast to fp32 (x.float())",
+        "compute_dtype": "fp32",
+        "roundings": 1,
         "eps_default": 1e-6,
-        "eps_placement": "inside the square root",
+        "eps_placement": "inside",
         "weight_offset": 1.0,
         "weight_mapping": "contract weight w is the parameter; Gemma gets w_g = w − 1 computed in fp64 at each "
         "call; w_eff = fl32(1 + fl32(w − 1)) = w when |w| < 2^24 and w is a multiple of 2^-24 "

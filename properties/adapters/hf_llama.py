@@ -49,9 +49,11 @@ CONVENTIONS = {
         "formula": "y = w · fl(x · rsqrt(mean(x²) + eps))",
         "rounding": "two roundings: x·r is computed in fp32 and rounded to the input dtype, then multiplied by w "
         "in the weight's dtype (huggingface/transformers#29402)",
-        "compute_dtype": "fp32 for every input dtype — fp64 input is downcast to fp32 (x.to(torch.float32))",
+        "compute": "fp32 for every input dtype — fp64 input is downcast to fp32 (x.to(torch.float32))",
+        "compute_dtype": "fp32",
+        "roundings": 2,
         "eps_default": 1e-6,
-        "eps_placement": "inside the square root",
+        "eps_placement": "inside",
         "weight_offset": 0.0,
         "weight_mapping": "identity (LlamaRMSNorm.weight)",
         "source": "transformers.models.llama.modeling_llama.LlamaRMSNorm",
@@ -59,7 +61,8 @@ CONVENTIONS = {
     "SwiGLU": {
         "formula": "y = down_proj(silu(gate_proj(x)) ⊙ up_proj(x))",
         "rounding": "module dtype: each linear, silu and the product round to the input dtype",
-        "compute_dtype": "module dtype",
+        "compute": "module dtype",
+        "compute_dtype": "input",
         "weight_mapping": "w_gate ↔ gate_proj, w_up ↔ up_proj, w_down ↔ down_proj (exact, same tensors)",
         "source": "transformers.models.llama.modeling_llama.LlamaMLP (hidden_act='silu')",
     },
@@ -67,7 +70,9 @@ CONVENTIONS = {
         "formula": "h = x + self_attn(input_layernorm(x)); out = h + mlp(post_attention_layernorm(h))",
         "rounding": "RoPE cos/sin computed in fp32 and rounded to the input dtype, applied in the input dtype; "
         "scores in the input dtype, softmax in fp32 rounded to the input dtype, then probs·v",
-        "compute_dtype": "module dtype; fp32 for RoPE angles and softmax",
+        "compute": "module dtype; fp32 for RoPE angles and softmax, and for the norms (fp64 input too)",
+        "compute_dtype": {"fp64": "fp32"},
+        "rope_layout": "rotate-half",
         "attention": f"{ATTN_IMPLEMENTATION} with an additive causal mask (finfo(dtype).min above the diagonal)",
         "rope": "rotate-half, LlamaRotaryEmbedding (rope_type 'default'), inv_freq kept in fp32",
         "weight_mapping": "attn_norm ↔ input_layernorm, attn.w{q,k,v,o} ↔ self_attn.{q,k,v,o}_proj, "
