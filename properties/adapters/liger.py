@@ -19,6 +19,8 @@ import torch
 
 import nanolm_core
 from properties.adapters import call_with, hide
+from properties.adapters.hf import LLAMA_MLP
+from properties.adapters.kit import library_params
 
 __all__ = ["CONVENTIONS", "SKIP_REASON", "RMSNorm", "SwiGLU", "skip_reason"]
 
@@ -97,9 +99,4 @@ class SwiGLU(nanolm_core.SwiGLU):
             hide(self, "_liger", lk.LigerSwiGLUMLP(cfg))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        params = {
-            "gate_proj.weight": self.w_gate.weight,
-            "up_proj.weight": self.w_up.weight,
-            "down_proj.weight": self.w_down.weight,
-        }
-        return call_with(self._liger, params, x)
+        return call_with(self._liger, library_params(self, LLAMA_MLP), x)

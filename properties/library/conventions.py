@@ -7,7 +7,7 @@ keys share that dictionary:
 
     compute_dtype     the precision of the arithmetic per input dtype: one dtype name for every input ("fp32"),
                       "input" (the input's own dtype), or a map {"fp64": "fp32", …}; unnamed input dtypes keep
-                      the contract's default (fp32 for fp16/bf16, the input's own dtype for fp32/fp64)
+                      the reference's (RMSNorm: fp32 for fp16/bf16, else the input's; SwiGLU, Block: the input's)
     eps_dtype         the dtype eps is stored in before it is added ("fp32", "bf16", … or "compute" / "input")
     eps_placement     "inside" (x / √(ms + eps), the contract) or "outside" (x / (√ms + eps))
     flush_subnormals  where subnormals are flushed to zero: any of "input", "output", "intermediate"
@@ -66,7 +66,13 @@ KEYS = (
     *DESCRIPTIONS,
 )
 _CONTRACT = {"eps_placement": "inside", "weight_offset": 0.0, "roundings": 1, "rope_layout": "rotate-half"}
-_DEFAULT_COMPUTE = {"fp64": "fp64", "fp32": "fp32", "fp16": "fp32", "bf16": "fp32"}  # the contract's reference
+# The reference's compute dtype per input dtype (DESIGN: RMSNorm upcasts 16-bit input to fp32; SwiGLU and the
+# Block's projections run in the module dtype, their matmuls accumulating in fp32).
+_DEFAULT_COMPUTE = {
+    "RMSNorm": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp32", "bf16": "fp32"},
+    "SwiGLU": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp16", "bf16": "bf16"},
+    "Block": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp16", "bf16": "bf16"},
+}
 
 
 class ConventionError(ValueError):
@@ -114,7 +120,7 @@ class Conventions:
         declared = self.compute_dtype.get(name)
         if declared == "input":
             return name
-        return declared or _DEFAULT_COMPUTE[name]
+        return declared or _DEFAULT_COMPUTE.get(self.component, _DEFAULT_COMPUTE["RMSNorm"])[name]
 
     def supports(self, dtype: Any) -> bool:
         return self.dtypes is None or fmt(dtype).name in self.dtypes
@@ -136,7 +142,8 @@ class Conventions:
         """One line of what departs from the contract's reference: "compute fp64→fp32; roundings 2; weight offset
         1.0" (empty when nothing such is declared)."""
         parts = []
-        changed = {k: self.compute(k) for k in self.compute_dtype if self.compute(k) != _DEFAULT_COMPUTE[k]}
+        default = _DEFAULT_COMPUTE.get(self.component, _DEFAULT_COMPUTE["RMSNorm"])
+        changed = {k: self.compute(k) for k in self.compute_dtype if self.compute(k) != default[k]}
         if changed:
             parts.append("compute " + ", ".join(f"{k}→{v}" for k, v in changed.items()))
         for key, value in self.declared.items():

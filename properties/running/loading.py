@@ -49,7 +49,7 @@ ADAPTERS = {
     "hf-gemma3": "properties.adapters.hf_gemma3",
     "torchtune": "properties.adapters.torchtune",
     "timm": "properties.adapters.timm",
-    "onnxruntime": "properties.adapters.onnxruntime",
+    "onnxruntime": "properties.adapters.onnx_runtime",
     "liger": "properties.adapters.liger",
 }
 
