@@ -59,7 +59,8 @@ def skip_reason() -> str | None:
     try:
         importlib.import_module("timm.layers")
     except Exception as exc:  # torchvision built for another torch: "operator torchvision::nms does not exist"
-        return f"timm cannot be imported here ({type(exc).__name__}: {str(exc)[:120]}); it needs a torchvision built for this torch"
+        why = f"{type(exc).__name__}: {str(exc)[:120]}"
+        return f"timm cannot be imported here ({why}); it needs a torchvision built for this torch"
     return None
 
 

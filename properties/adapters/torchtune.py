@@ -53,7 +53,7 @@ CONVENTIONS = {
     },
     "Block": {
         "formula": "h = x + attn(sa_norm(x)); out = h + mlp(mlp_norm(h))",
-        "rounding": "projections in the module dtype; RoPE in fp32 rounded to the module dtype; SDPA in the module dtype",
+        "rounding": "projections and SDPA in the module dtype; RoPE in fp32 rounded to the module dtype",
         "compute": "module dtype; fp32 for RoPE and the norms (fp64 input too)",
         "compute_dtype": {"fp64": "fp32"},
         "rope_layout": "interleaved",

@@ -305,7 +305,7 @@ def test_qwen2_biases_are_held_at_zero_and_are_not_parameters():
 
 def test_t5_forms_the_mean_square_of_fp64_input_in_fp32():
     """T5: variance = x.to(float32).pow(2).mean(): the statistics of fp64 input are those of x rounded to fp32."""
-    ref, mod = _pair("hf-t5", "RMSNorm", torch.float64)
+    _, mod = _pair("hf-t5", "RMSNorm", torch.float64)
     x = _input("RMSNorm", torch.float64)
     r32 = torch.rsqrt(x.float().square().mean(-1, keepdim=True) + 1e-6)  # fp32 arithmetic, as T5
     assert torch.equal(mod(x), mod.weight * (x * r32))
