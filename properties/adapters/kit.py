@@ -149,11 +149,20 @@ def library_params(
     out = {}
     for lib, contract in names.items():
         if isinstance(contract, Fuse):
-            parts = [owner.get_parameter(source + n) for n in contract.names]
+            parts = [_attribute(owner, source + n) for n in contract.names]
             out[prefix + lib] = torch.cat(parts, dim=contract.dim)
         else:
-            out[prefix + lib] = owner.get_parameter(source + contract)
+            out[prefix + lib] = _attribute(owner, source + contract)
     return out
+
+
+def _attribute(owner: nn.Module, dotted: str) -> torch.Tensor:
+    """owner.a.b.weight by attribute access: whatever tensor sits there now (a Parameter, or the plain tensor that
+    ``torch.func.functional_call`` — gradcheck, a caller's swap — put in its place)."""
+    value: Any = owner
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def to_contract(

@@ -6,9 +6,10 @@ through DLPack, the result comes back as a tensor). ONNX Runtime has no gradient
 the backward is the analytic VJP written in numpy (fp64, rounded once to the input dtype) — the gradient laws
 check that VJP, the forward laws check ONNX Runtime. bf16 has no CPU kernel: "dtype not supported" (skipped).
 
-The operator computes, per the ONNX definition with ``stash_type`` = 1 (fp32, the default):
-x → fp32, r = 1/√(mean(x²) + eps), x·r → rounded to the input dtype, then · scale in the input dtype.
-Optional: ``pip install 'nanolm-verify[onnx]'``; without onnxruntime every law is skipped with that reason.
+Measured (docs/adapters.md): for fp16 and fp32 the statistics and both products run in fp32 and round once
+(``stash_type`` = 1, the default); fp64 runs in fp64 — but the operator's ``epsilon`` attribute is an ONNX float
+(fp32), so eps is stored as fl32(1e-6) = 9.99999997e-7 and eps-dominated fp64 rows are off by up to
+½·|fl32(eps) − eps|/eps ≈ 1.3e-9 relatively (1.1e7 ULP of fp64). Optional: ``pip install 'nanolm-verify[onnx]'``; without onnxruntime every law is skipped with that reason.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ __all__ = ["CONVENTIONS", "SKIP_REASON", "RMSNorm", "ort_rms_norm", "rms_norm_vj
 DTYPES = ("fp64", "fp32", "fp16")  # ONNX Runtime's CPU kernels (no bfloat16 Mul in the expanded function)
 CONVENTIONS = {
     "RMSNorm": {
-        "formula": "y = fl(fl(x · rsqrt(mean(x²) + eps)) · scale)",
-        "rounding": "stash_type fp32: statistics in fp32, x·r rounded to the input dtype, then ·scale (two roundings)",
-        "compute": "fp32 statistics (stash_type = 1) for fp16/fp32; ONNX Runtime's double kernel for fp64",
-        "compute_dtype": {"fp16": "fp32", "fp32": "fp32"},
-        "roundings": 2,
+        "formula": "y = fl(x · rsqrt(mean(x²) + fl32(eps)) · scale)",
+        "rounding": "one rounding: statistics and both products in fp32 for fp16/fp32 (stash_type 1), fp64 for fp64",
+        "compute": "fp32 for fp16/fp32 input, fp64 for fp64; eps is the operator's float (fp32) attribute",
+        "compute_dtype": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp32"},
+        "roundings": 1,
+        "eps_dtype": "fp32",
         "dtypes": DTYPES,
         "eps_placement": "inside",
         "weight_mapping": "contract weight ↔ the operator's scale input",

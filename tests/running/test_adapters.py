@@ -6,6 +6,7 @@ in fp64, the documented conventions (HF-Llama's two roundings, HF's fp32 compute
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -331,3 +332,15 @@ def test_optional_adapters_import_everywhere_and_say_why_they_skip(adapter):
     if impl.skip_reason is None:
         pytest.skip(f"{adapter} is importable here: its numbers are tested below")
     assert adapter in impl.skip_reason
+
+
+def test_onnxruntime_stores_eps_in_fp32():
+    """The documented finding: on an eps-dominated fp64 row ONNX Runtime is exact for eps = fl32(1e-6), not 1e-6."""
+    pytest.importorskip("onnxruntime")
+    from properties.adapters.onnx_runtime import ort_rms_norm
+
+    x, w = np.full((1, 8), 1e-5), np.ones(8)  # mean(x²) = 1e-10 ≪ eps
+    ms = (x * x).mean(-1, keepdims=True)
+    y = ort_rms_norm(x, w, 1e-6)
+    assert np.array_equal(y, x / np.sqrt(ms + float(np.float32(1e-6))))
+    assert 1e-9 < abs(y[0, 0] / (x / np.sqrt(ms + 1e-6))[0, 0] - 1) < 2e-9
