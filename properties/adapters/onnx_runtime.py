@@ -9,7 +9,9 @@ check that VJP, the forward laws check ONNX Runtime. bf16 has no CPU kernel: "dt
 Measured (docs/adapters.md): for fp16 and fp32 the statistics and both products run in fp32 and round once
 (``stash_type`` = 1, the default); fp64 runs in fp64 — but the operator's ``epsilon`` attribute is an ONNX float
 (fp32), so eps is stored as fl32(1e-6) = 9.99999997e-7 and eps-dominated fp64 rows are off by up to
-½·|fl32(eps) − eps|/eps ≈ 1.3e-9 relatively (1.1e7 ULP of fp64). Optional: ``pip install 'nanolm-verify[onnx]'``; without onnxruntime every law is skipped with that reason.
+½·|fl32(eps) − eps|/eps ≈ 1.3e-9 relatively (1.1e7 ULP of fp64).
+
+Optional: ``pip install 'nanolm-verify[onnx]'``; without onnxruntime every law is skipped with that reason.
 """
 
 from __future__ import annotations
