@@ -22,11 +22,13 @@ WRONG = "properties.gallery.eps_outside_sqrt"  # fails LAW in fp32 on its pinned
 ONE = ["--pyargs", "properties.conformance.test_laws", "-k", f"{LAW.split('.')[1]} and fp32 and cpu"]
 
 
-def pytest_in(directory: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def pytest_in(
+    directory: Path, *args: str, env: dict[str, str] | None = None, xdist: bool = False
+) -> subprocess.CompletedProcess:
     """``python -m pytest ARGS`` started in ``directory`` (nothing of this repository on its path but the package)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "NANOLM_", "HYPOTHESIS_"))}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", *args],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *([] if xdist else ["-p", "no:xdist"]), *args],
         cwd=directory,
         env={**base, **(env or {})},
         capture_output=True,
@@ -162,3 +164,10 @@ def test_an_installed_copy_finds_its_tests_by_module_name():
 
     here = Path(properties.conformance.__file__).parent
     assert {p.name for p in here.glob("test_*.py")} == {"test_laws.py", "test_modules.py"}
+
+
+def test_under_xdist_the_header_comes_with_the_summary(tmp_path):
+    pytest.importorskip("xdist")
+    run = pytest_in(tmp_path, *ONE, "--impl", "torch", "--nanolm-profile", "ci", "-n", "2", xdist=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "nanolm-verify: implementation torch, law profile ci (1 law tests)" in run.stdout
