@@ -4,7 +4,9 @@ The package is layered (``LAYERS`` below); a module imports only from a lower la
 and no imports form a cycle (``tests/test_layers.py`` parses every import, top-level and nested):
 
     entry/       6  entry points: the ``nanolm-verify`` command line, the pytest plugin
+    conformance/ 6  the conformance tests shipped in the package (``pytest --pyargs properties.conformance``)
     commands/    5  what a user types: check, compare, baselines, pitfalls (teach), plots
+    testing      5  drop-in assertions for users' own tests (``assert_rmsnorm_close`` …)
     running/     4  loading and running: implementations, profiles, the runner, expectations
     library/     3  the law library: run-time context, law table, strategies, assertions, harness, laws/
     numerics/    2  one numerical truth: ULP / relative error, derived bounds (dtype facts: golden.formats)
@@ -41,7 +43,9 @@ LAYERS = {
     "properties.library": 3,
     "properties.running": 4,
     "properties.commands": 5,
+    "properties.testing": 5,
     "properties.entry": 6,
+    "properties.conformance": 6,
 }
 
 MOVED = {

@@ -1,11 +1,17 @@
-"""Numerics set-up for the test suite: Hypothesis profiles (HYPOTHESIS_PROFILE / --profile, via the
-nanolm_verify plugin), one torch thread (the laws use small tensors: threads only add contention on a
-loaded 2-core machine), TF32 off on CUDA so fp32 means fp32."""
+"""Numerics set-up for this repository's test suite: the suite's Hypothesis profiles for the plain ``@given``
+tests (selected by ``--nanolm-profile`` or ``$HYPOTHESIS_PROFILE``, as the laws are; registered here, by this
+project for its own tests — the installed plugin never does it in anyone's project), one torch thread (the laws
+use small tensors: threads only add contention on a loaded 2-core machine), TF32 off on CUDA so fp32 means fp32."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
+from hypothesis import settings
+
+from properties.running import profiles
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -13,6 +19,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if torch.cuda.is_available():
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
+    name = config.getoption("--nanolm-profile", default=None) or os.environ.get(profiles.ENV_VAR)
+    if name in profiles.PROFILES and not config.getoption("hypothesis_profile", default=None):
+        profiles.register()
+        settings.load_profile(name)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -23,45 +23,32 @@ from __future__ import annotations
 import torch
 from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
 
-import nanolm_core
-from properties.adapters import call_with, hide
+from properties.adapters import hf
+from properties.adapters.kit import offset_weight
 
-__all__ = ["CONVENTIONS", "RMSNorm", "gemma_weight"]
+__all__ = ["CONVENTIONS", "GEMMA_RMSNORM", "RMSNorm", "gemma_weight"]
 
-CONVENTIONS = {
-    "RMSNorm": {
-        "formula": "y = fl(x · rsqrt(mean(x²) + eps) · (1 + w_g)),  w_g = w − 1",
-        "rounding": "one rounding of the output (the product is computed in fp32, then type_as(x)); "
-        "the effective gain fl32(1 + fl32(w − 1)) may add one rounding of the weight",
-        "compute_dtype": "fp32 for every input dtype — fp64 input is downcast to fp32 (x.float())",
-        "eps_default": 1e-6,
-        "eps_placement": "inside the square root",
-        "weight_offset": 1.0,
-        "weight_mapping": "contract weight w is the parameter; Gemma gets w_g = w − 1 computed in fp64 at each "
-        "call; w_eff = fl32(1 + fl32(w − 1)) = w when |w| < 2^24 and w is a multiple of 2^-24 "
-        "(w > 0) or 2^-23 (w < 0): all w in [0.5, 2^24), all bf16 w with 2^-16 ≤ |w| < 2^24",
-        "source": "transformers.models.gemma.modeling_gemma.GemmaRMSNorm",
-    },
+GEMMA_RMSNORM = {
+    "formula": "y = fl(x · rsqrt(mean(x²) + eps) · (1 + w_g)),  w_g = w − 1",
+    "rounding": "one rounding of the output (the product is computed in fp32, then type_as(x)); "
+    "the effective gain fl32(1 + fl32(w − 1)) may add one rounding of the weight",
+    "compute": "fp32 for every input dtype — fp64 input is downcast to fp32 (x.float())",
+    "compute_dtype": "fp32",
+    "roundings": 1,
+    "eps_default": 1e-6,
+    "eps_placement": "inside",
+    "weight_offset": 1.0,
+    "weight_mapping": "contract weight w is the parameter; Gemma gets w_g = w − 1 computed in fp64 at each "
+    "call; w_eff = fl32(1 + fl32(w − 1)) = w when |w| < 2^24 and w is a multiple of 2^-24 "
+    "(w > 0) or 2^-23 (w < 0): all w in [0.5, 2^24), all bf16 w with 2^-16 ≤ |w| < 2^24",
 }
+CONVENTIONS = {
+    "RMSNorm": {**GEMMA_RMSNORM, "source": "transformers.models.gemma.modeling_gemma.GemmaRMSNorm"},
+}
+
+RMSNorm = hf.norm(GemmaRMSNorm, offset=1.0, module=__name__)
 
 
 def gemma_weight(weight: torch.Tensor) -> torch.Tensor:
     """Gemma's parameter w_g = w − 1 for the contract gain w, computed in fp64 (exact for |w| ≥ 2⁻²⁹, fp32 w)."""
-    wide = torch.float32 if weight.device.type == "mps" else torch.float64  # MPS has no fp64
-    return weight.to(wide) - 1.0
-
-
-class RMSNorm(nanolm_core.RMSNorm):
-    """HF ``GemmaRMSNorm`` on the contract's gain: y = fl(x · rsqrt(mean(x²) + eps) · fl32(1 + fl32(w − 1))).
-
-    x: (..., D); w: (D,) ``weight`` (init 1, the contract's gain); eps inside the square root. Casts: x is
-    converted to fp32 (also fp64 input), the product is formed in fp32 and rounded once to x.dtype.
-    """
-
-    def __init__(self, dim: int, eps: float = 1e-6) -> None:
-        super().__init__(dim, eps)
-        with torch.device("meta"):
-            hide(self, "_hf", GemmaRMSNorm(dim, eps=eps))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return call_with(self._hf, {"weight": gemma_weight(self.weight)}, x)
+    return offset_weight(weight, 1.0)

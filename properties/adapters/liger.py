@@ -19,6 +19,8 @@ import torch
 
 import nanolm_core
 from properties.adapters import call_with, hide
+from properties.adapters.hf import LLAMA_MLP
+from properties.adapters.kit import library_params
 
 __all__ = ["CONVENTIONS", "SKIP_REASON", "RMSNorm", "SwiGLU", "skip_reason"]
 
@@ -29,9 +31,12 @@ CONVENTIONS = {
         "formula": "y = w · fl(x · rsqrt(mean(x²) + eps))",
         "rounding": f"casting_mode={CASTING_MODE!r}: rstd in fp32, x·rstd rounded to the input dtype, then ·w "
         "(two roundings, as HF Llama)",
-        "compute_dtype": "fp32 reduction inside the Triton kernel",
+        "compute": "fp32 reduction inside the Triton kernel",
+        "compute_dtype": "fp32",
+        "accumulation_dtype": "fp32",
+        "roundings": 2,
         "eps_default": 1e-6,
-        "eps_placement": "inside the square root",
+        "eps_placement": "inside",
         "weight_offset": 0.0,
         "weight_mapping": "identity (LigerRMSNorm.weight)",
         "backward": "in_place=True (library default): the backward writes dX into the incoming grad_output",
@@ -41,7 +46,8 @@ CONVENTIONS = {
         "formula": "y = down_proj(silu(gate_proj(x)) ⊙ up_proj(x))",
         "rounding": "linears in the module dtype; the fused kernel computes silu(gate) in fp32, rounds it to the "
         "input dtype and multiplies by up (two roundings)",
-        "compute_dtype": "module dtype, fp32 inside the silu·mul kernel",
+        "compute": "module dtype, fp32 inside the silu·mul kernel",
+        "compute_dtype": "input",
         "weight_mapping": "w_gate ↔ gate_proj, w_up ↔ up_proj, w_down ↔ down_proj",
         "source": "liger_kernel.transformers.swiglu.LigerSwiGLUMLP",
     },
@@ -93,9 +99,4 @@ class SwiGLU(nanolm_core.SwiGLU):
             hide(self, "_liger", lk.LigerSwiGLUMLP(cfg))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        params = {
-            "gate_proj.weight": self.w_gate.weight,
-            "up_proj.weight": self.w_up.weight,
-            "down_proj.weight": self.w_down.weight,
-        }
-        return call_with(self._liger, params, x)
+        return call_with(self._liger, library_params(self, LLAMA_MLP), x)

@@ -24,9 +24,11 @@ CONVENTIONS = {
     "RMSNorm": {
         "formula": "y = x · rsqrt(mean(x²) + eps) · w",
         "rounding": "one rounding: the whole product is computed in fp32 (fp64 for fp64) and rounded once",
-        "compute_dtype": "fp32 for fp16/bf16/fp32 input (torch opmath), fp64 for fp64",
+        "compute": "fp32 for fp16/bf16/fp32 input (torch opmath), fp64 for fp64",
+        "compute_dtype": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp32", "bf16": "fp32"},
+        "roundings": 1,
         "eps_default": 1e-6,
-        "eps_placement": "inside the square root",
+        "eps_placement": "inside",
         "weight_offset": 0.0,
         "weight_mapping": "identity (nn.RMSNorm.weight)",
         "source": "torch.nn.RMSNorm / torch.nn.functional.rms_norm",
@@ -34,14 +36,17 @@ CONVENTIONS = {
     "SwiGLU": {
         "formula": "y = W_down (silu(W_gate x) ⊙ W_up x)",
         "rounding": "module dtype: each linear, silu and the product round to the input dtype (3 + 2 roundings)",
-        "compute_dtype": "module dtype (matmuls accumulate in fp32 for 16-bit dtypes)",
+        "compute": "module dtype (matmuls accumulate in fp32 for 16-bit dtypes)",
+        "compute_dtype": "input",
         "source": "torch.nn.functional.silu + torch.nn.functional.linear",
     },
     "Block": {
         "formula": "h = x + attn(attn_norm(x)); out = h + ffn(ffn_norm(h))",
         "rounding": "projections in module dtype; RoPE in fp32 (fp64 for fp64) rounded to the module dtype; "
         "scaled_dot_product_attention in the module dtype (fp32 softmax internally)",
-        "compute_dtype": "module dtype, fp32 for RoPE",
+        "compute": "module dtype, fp32 for RoPE",
+        "compute_dtype": "input",
+        "rope_layout": "rotate-half",
         "attention": "F.scaled_dot_product_attention(is_causal=True, enable_gqa=True)",
         "rope": "rotate-half, angles t · theta^(−2j/K) in fp32 (fp64 for fp64)",
         "source": "torch.nn.functional",

@@ -25,6 +25,8 @@ import torch
 from golden.formats import NAMES, fmt
 from properties import __version__
 from properties.commands import arguments, baseline
+from properties.library.conventions import parse_all
+from properties.library.subject import COMPONENTS
 from properties.running import expectations, profiles
 from properties.running.loading import ImplementationError
 from properties.running.runner import LawResult, UsageError, plan, run_check, select_laws
@@ -226,9 +228,17 @@ def register(subparsers: Any) -> None:
         "every law whose error grew since it was recorded; delete FILE to re-record",
     )
     p.add_argument(
+        "--expectations",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="your expectation file (format: properties/running/expectations.py): xfail/skip entries, applied "
+        "before the implementation's shipped file; repeatable",
+    )
+    p.add_argument(
         "--no-expectations",
         action="store_true",
-        help="ignore the implementation's expectation file (properties/expectations/<id>.txt)",
+        help="ignore the implementation's shipped expectation file (properties/expectations/<id>.txt)",
     )
     p.set_defaults(func=main)
 
@@ -262,12 +272,13 @@ def main(args: argparse.Namespace) -> int:
                 arguments.input_json(args.baseline, "--baseline", ("records",), baseline.SCHEMA)
             else:
                 arguments.output_file(args.baseline, "--baseline")
+        mine = [e for f in args.expectations for e in expectations.read(f)]
         tasks = plan(
             profile=prof.name, devices=devices, only=args.only, dtypes=dtypes, seed=args.seed, database=args.database
         )
         if not tasks:
             raise UsageError("the selection runs no law: no selected law is defined for the selected dtypes")
-    except (UsageError, ValueError) as exc:
+    except (UsageError, ValueError) as exc:  # (an ExpectationError is a ValueError)
         return _usage(exc)
     limit = int(memory * 2**30) if memory is not None else default_memory_limit(workers)
     start = time.perf_counter()
@@ -283,6 +294,9 @@ def main(args: argparse.Namespace) -> int:
         )
         if info.skip_reason:
             print(f"  skipped: {info.skip_reason}")
+        for component, declared in parse_all(info.conventions, COMPONENTS).items():
+            if component in info.provided and declared.summary():
+                print(f"  declared {component}: {declared.summary()}")
 
         def progress(r: LawResult) -> None:
             if not args.quiet and sys.stderr.isatty():
@@ -291,10 +305,11 @@ def main(args: argparse.Namespace) -> int:
         results = [r for r in pool.run(tasks, on_result=progress) if r is not None]
         interrupted = pool.interrupted
     seconds = time.perf_counter() - start
-    if not args.no_expectations:
+    if mine or not args.no_expectations:
+        entries = mine + ([] if args.no_expectations else expectations.load(info))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", expectations.ExpectationWarning)
-            results = expectations.apply(results, info)
+            results = expectations.apply(results, info, entries)
         for w in caught:
             print(f"expectations: {w.message}", file=sys.stderr)
     if not args.quiet and sys.stderr.isatty():

@@ -195,6 +195,7 @@ def run(
     seed: int | None = None,
     use_expectations: bool = True,
     runner: Any = None,
+    expectation_files: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Run the laws for each implementation and aggregate: {"impls": [...], "cells": [...], "results": {...}}.
 
@@ -205,8 +206,10 @@ def run(
     for spec in specs:
         impl = load(spec)  # ImplementationError → usage error
         results = runner(impl, profile=profile, devices=devices, dtypes=dtypes, only=only, seed=seed)
-        if use_expectations:
-            results = expectations.apply(results, impl)
+        if use_expectations or expectation_files:
+            results = expectations.apply(
+                results, impl, expectations.combined(impl, expectation_files, shipped=use_expectations)
+            )
         records = [r if isinstance(r, dict) else r.to_json() for r in results]
         raw[spec] = records
         impl_cells = build_cells(spec, records)
@@ -547,6 +550,7 @@ def main(args: argparse.Namespace) -> int:
             only=_split(args.only),
             seed=args.seed,
             use_expectations=not args.no_expectations,
+            expectation_files=args.expectations,
         )
     except (ImplementationError, expectations.ExpectationError, ValueError) as exc:
         print(f"nanolm-verify compare: {exc}", file=sys.stderr)
@@ -570,5 +574,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--dtype", action="append", help="dtypes to run (fp64, fp32, fp16, bf16); default all")
     p.add_argument("--only", action="append", help="law ids or components to run; default all")
     p.add_argument("--seed", type=int, default=None, help="seed for random profiles")
-    p.add_argument("--no-expectations", action="store_true", help="ignore the expectation files")
+    p.add_argument(
+        "--expectations", action="append", default=[], metavar="FILE",
+        help="your expectation file, applied before the shipped ones (every implementation); repeatable",
+    )  # fmt: skip
+    p.add_argument("--no-expectations", action="store_true", help="ignore the shipped expectation files")
     p.set_defaults(func=main)

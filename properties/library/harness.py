@@ -3,7 +3,8 @@
 Modules are constructed with the contract's signature, moved with ``.to(device=, dtype=)``, given their
 weights with ``load_state_dict(strict=True)`` under the contract's names and put in eval mode. What the
 implementation raises is attributed (``context`` causes): while being built, moved or loaded → ``contract``;
-while running forward or backward → ``crash``; ``NotImplementedError`` (an exercise stub) skips the law.
+while running forward or backward → ``crash``; ``NotImplementedError`` (an exercise stub) skips the law, and so
+does ``DtypeNotSupported`` (``properties.adapters.kit``: a real kernel without that dtype), with its own reason.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from hypothesis import event
 from torch import nn
 from torch.autograd.gradcheck import GradcheckError
 
+from properties.adapters.kit import DtypeNotSupported
 from properties.library import context, state
 from properties.library.assertions import assert_output_contract, fail
-from properties.library.context import StubNotImplemented
+from properties.library.context import NotApplicable, StubNotImplemented
 from properties.library.subject import Implementation
 
 __all__ = [
@@ -46,6 +48,8 @@ def guard(step: str, fn: Callable[[], Any], cause: str) -> Any:
     before = state.snapshot()
     try:
         out = fn()
+    except DtypeNotSupported as exc:
+        raise NotApplicable(f"dtype not supported: {step}: {exc}") from None
     except NotImplementedError as exc:
         raise StubNotImplemented(f"not implemented: {step} raised NotImplementedError: {exc}") from None
     except (AssertionError, StubNotImplemented):
@@ -175,6 +179,8 @@ def gradcheck(fn: Callable[..., torch.Tensor], inputs: tuple[torch.Tensor, ...],
     __tracebackhide__ = True
     try:
         ok = torch.autograd.gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, fast_mode=True, raise_exception=True)
+    except DtypeNotSupported as exc:
+        raise NotApplicable(f"dtype not supported: {component}: {exc}") from None
     except NotImplementedError as exc:
         raise StubNotImplemented(f"not implemented: {component} backward: {exc}") from None
     except GradcheckError as exc:

@@ -11,6 +11,8 @@ import dataclasses
 from types import ModuleType
 from typing import Any
 
+from properties.library.conventions import Conventions, parse_all
+
 __all__ = ["COMPONENTS", "Implementation", "NotProvided"]
 
 COMPONENTS = ("RMSNorm", "SwiGLU", "Block")
@@ -46,8 +48,14 @@ class Implementation:
         return factory
 
     def convention(self, component: str) -> dict[str, Any]:
-        """What the module declares about how it computes ``component`` (module attribute CONVENTIONS)."""
-        return dict(getattr(self.module, "CONVENTIONS", {}).get(component, {}))
+        """What the module declares about how it computes ``component`` (module attribute CONVENTIONS), as written."""
+        return dict((getattr(self.module, "CONVENTIONS", None) or {}).get(component, {}))
+
+    @property
+    def conventions(self) -> dict[str, Conventions]:
+        """The declarations of CONVENTIONS, validated, for every component (``conventions.Conventions``; an
+        undeclared component has an empty one). ConventionError for a declaration that cannot be understood."""
+        return parse_all(getattr(self.module, "CONVENTIONS", None), COMPONENTS)
 
     @property
     def skip_reason(self) -> str | None:

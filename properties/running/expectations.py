@@ -17,6 +17,11 @@ Applying expectations to results (``apply``) maps a law × dtype × device resul
   any     + skip  → "skipped" with the reason (``skip_reason`` lets a runner avoid running it at all);
   error stays "error" (a suite bug is never an expected outcome).
 An entry that matches no registered law id (a typo, a renamed law) raises an ``ExpectationWarning``.
+
+Users keep their own file in the same format (the array-api-tests ``--xfails-file`` idea) and pass it with
+``nanolm-verify check|compare --expectations FILE`` or ``pytest --nanolm-expectations FILE``: ``combined`` puts
+the user's entries first (the first matching entry decides, so a user line overrides a shipped one), then the
+file shipped for the implementation.
 """
 
 from __future__ import annotations
@@ -40,10 +45,12 @@ __all__ = [
     "ExpectationError",
     "ExpectationWarning",
     "apply",
+    "combined",
     "find",
     "load",
     "parse",
     "path_for",
+    "read",
     "skip_reason",
     "summarize",
     "unmatched",
@@ -133,6 +140,28 @@ def load(impl: Implementation | str, path: str | Path | None = None) -> list[Exp
             raise ExpectationError(f"expectation file {file} does not exist")
         return []
     return parse(file.read_text(encoding="utf-8"), source=str(file))
+
+
+def read(path: str | Path) -> list[Expectation]:
+    """A user's expectation file (``--expectations FILE``): ExpectationError when it is missing or malformed."""
+    file = Path(path)
+    if file.is_dir():
+        raise ExpectationError(f"expectation file {file} is a directory; give a file")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ExpectationError(f"expectation file {file} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ExpectationError(f"expectation file {file} cannot be read: {exc}") from None
+    return parse(text, source=str(file))
+
+
+def combined(
+    impl: Implementation | str, files: Iterable[str | Path] = (), *, shipped: bool = True
+) -> list[Expectation]:
+    """The expectations of a run: every user file in order, then (``shipped``) the implementation's own file."""
+    entries = [e for f in files for e in read(f)]
+    return entries + (load(impl) if shipped else [])
 
 
 def find(expectations: Iterable[Expectation], law_id: str, dtype: str, device: str) -> Expectation | None:

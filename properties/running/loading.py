@@ -17,6 +17,7 @@ from pathlib import Path
 from types import ModuleType
 
 from properties.library import state
+from properties.library.conventions import ConventionError
 from properties.library.subject import COMPONENTS, Implementation, NotProvided
 
 __all__ = [
@@ -34,12 +35,21 @@ __all__ = [
 _IMPORT_EFFECTS: dict[str, tuple[str, ...]] = {}  # what importing each module did to torch's state (first import)
 ENV_VAR = "NANOLM_IMPL"
 DEFAULT_IMPL = "nanolm_core"
-# Short ids for the adapters shipped with the suite (properties/adapters/).
+# Short ids for the adapters shipped with the suite (properties/adapters/, described in docs/adapters.md).
 ADAPTERS = {
     "reference": "nanolm_core",
     "torch": "properties.adapters.torch_ref",
     "hf-llama": "properties.adapters.hf_llama",
     "hf-gemma": "properties.adapters.hf_gemma",
+    "hf-qwen2": "properties.adapters.hf_qwen2",
+    "hf-mistral": "properties.adapters.hf_mistral",
+    "hf-phi3": "properties.adapters.hf_phi3",
+    "hf-olmo2": "properties.adapters.hf_olmo2",
+    "hf-t5": "properties.adapters.hf_t5",
+    "hf-gemma3": "properties.adapters.hf_gemma3",
+    "torchtune": "properties.adapters.torchtune",
+    "timm": "properties.adapters.timm",
+    "onnxruntime": "properties.adapters.onnx_runtime",
     "liger": "properties.adapters.liger",
 }
 
@@ -113,4 +123,8 @@ def load(spec: str | None = None) -> Implementation:
             f"implementation {spec!r} ({getattr(module, '__file__', module)}) defines none of "
             f"{', '.join(COMPONENTS)}; see the implementation contract in the README"
         )
+    try:
+        impl.conventions  # noqa: B018 — validated once here: a misspelt declaration is a usage error, not ignored
+    except ConventionError as exc:
+        raise ImplementationError(f"implementation {spec!r} declares conventions that cannot be read: {exc}") from exc
     return impl

@@ -1,32 +1,7 @@
-"""The law library as pytest tests: every law × dtype × device against the selected implementation.
+"""The packaged law tests (``properties/conformance/test_laws.py``), collected here too, so this repository's suite
+runs them against the selected implementation (the same test objects: no second copy):
 
-    NANOLM_IMPL=mypkg.norms pytest tests/conformance/test_laws.py -k "rmsnorm and bf16" --profile ci
-
-A law not defined for a dtype has no test; CUDA tests skip with a reason when no GPU is present.
+    pytest tests/conformance/test_laws.py --impl mypkg.norms -k "rmsnorm and bf16" --nanolm-profile ci
 """
 
-from __future__ import annotations
-
-import pytest
-
-from golden.formats import fmt
-from properties.running.runner import DEVICES, LAWS
-
-
-def _params() -> list:
-    params = []
-    for law in LAWS.values():
-        for device in DEVICES:
-            if "accelerator" in law.tags and device == "cpu":
-                continue  # compares an accelerator with the CPU: no test on the CPU itself
-            marks = [pytest.mark.cuda] if device == "cuda" else []
-            params += [
-                pytest.param(law.id, dtype, device, id=f"{law.id}-{fmt(dtype).name}-{device}", marks=marks)
-                for dtype in law.dtypes
-            ]
-    return params
-
-
-@pytest.mark.parametrize(("law_id", "dtype", "device"), _params())
-def test_law(law_runner, law_id, dtype, device):
-    law_runner(law_id, dtype, device)
+from properties.conformance.test_laws import test_law  # noqa: F401

@@ -1,84 +1,15 @@
-"""The course's named tests (week 6), run against the selected implementation:
+"""The course's named tests (``properties/conformance/test_modules.py``, collected here too), and proof that each
+one fails on the course mistake it is named after (properties/gallery/):
 
-    NANOLM_IMPL=some.module pytest tests/conformance/test_modules.py -k "rmsnorm or swiglu" -v
-
-Each test runs a law of the library (properties/library/laws/) in every dtype the law is defined for; the
-last tests show that each one fails on the course mistake it is named after (properties/gallery/).
+    pytest tests/conformance/test_modules.py --impl some.module -k "rmsnorm or swiglu" -v
 """
 
 import pytest
 import torch
 
-from golden.formats import fmt
+from properties.conformance.test_modules import COURSE, TestRMSNorm, TestSwiGLU
 from properties.running.loading import load
 from properties.running.runner import LAWS, run_law
-
-COURSE = {  # course test name → the law it runs
-    "test_rmsnorm_does_not_center": "RMSNorm.rmsnorm_does_not_center",
-    "test_rmsnorm_produces_unit_rms": "RMSNorm.rmsnorm_output_has_norm_sqrt_d",
-    "test_rmsnorm_scales_with_gamma": "RMSNorm.rmsnorm_scales_with_gamma",
-    "test_rmsnorm_matches_reference": "RMSNorm.rmsnorm_matches_golden",
-    "test_swiglu_matches_reference": "SwiGLU.swiglu_matches_golden",
-    "test_swiglu_gates_with_silu_elementwise": "SwiGLU.swiglu_is_elementwise_silu_gate",
-    "test_swiglu_maps_zero_to_zero": "SwiGLU.swiglu_maps_zero_to_zero",
-    "test_swiglu_has_three_matrices_of_ffn_dim": "SwiGLU.swiglu_has_three_matrices_of_ffn_dim",
-}
-DEVICES = [
-    "cpu",
-    pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA not available")),
-]
-
-
-def where(name: str) -> pytest.MarkDecorator:
-    """Parametrize a course test over the dtypes its law is defined for (no test that can only skip)."""
-    dtypes = LAWS[COURSE[name]].dtypes
-    return pytest.mark.parametrize("dtype", [pytest.param(d, id=fmt(d).name) for d in dtypes])
-
-
-@pytest.mark.parametrize("device", DEVICES)
-class TestRMSNorm:
-    @where("test_rmsnorm_does_not_center")
-    def test_rmsnorm_does_not_center(self, law_runner, dtype, device):
-        """RMSNorm keeps the mean: on a row of non-zero mean it is not LayerNorm without a bias."""
-        law_runner(COURSE["test_rmsnorm_does_not_center"], dtype, device)
-
-    @where("test_rmsnorm_produces_unit_rms")
-    def test_rmsnorm_produces_unit_rms(self, law_runner, dtype, device):
-        """With γ = 1 every row of the output has RMS √(ms/(ms+eps)) ≈ 1: ‖y‖ = √D (per row, not per slab)."""
-        law_runner(COURSE["test_rmsnorm_produces_unit_rms"], dtype, device)
-
-    @where("test_rmsnorm_scales_with_gamma")
-    def test_rmsnorm_scales_with_gamma(self, law_runner, dtype, device):
-        """The output is linear in γ: y(x; γ) = γ ⊙ y(x; 1), with random γ (positive, negative, zero)."""
-        law_runner(COURSE["test_rmsnorm_scales_with_gamma"], dtype, device)
-
-    @where("test_rmsnorm_matches_reference")
-    def test_rmsnorm_matches_reference(self, law_runner, dtype, device):
-        """Within the derived bound of the golden (mpmath) value, in ULPs of the dtype."""
-        law_runner(COURSE["test_rmsnorm_matches_reference"], dtype, device)
-
-
-@pytest.mark.parametrize("device", DEVICES)
-class TestSwiGLU:
-    @where("test_swiglu_matches_reference")
-    def test_swiglu_matches_reference(self, law_runner, dtype, device):
-        """W_down(silu(W_gate x) ⊙ W_up x) within the derived bound of the golden value."""
-        law_runner(COURSE["test_swiglu_matches_reference"], dtype, device)
-
-    @where("test_swiglu_gates_with_silu_elementwise")
-    def test_swiglu_gates_with_silu_elementwise(self, law_runner, dtype, device):
-        """With identity weights (F = D = 1) the output is silu(x)·x for every finite 16-bit value."""
-        law_runner(COURSE["test_swiglu_gates_with_silu_elementwise"], dtype, device)
-
-    @where("test_swiglu_maps_zero_to_zero")
-    def test_swiglu_maps_zero_to_zero(self, law_runner, dtype, device):
-        """SwiGLU(0) = 0 exactly for any weights."""
-        law_runner(COURSE["test_swiglu_maps_zero_to_zero"], dtype, device)
-
-    @where("test_swiglu_has_three_matrices_of_ffn_dim")
-    def test_swiglu_has_three_matrices_of_ffn_dim(self, law_runner, dtype, device):
-        """Three bias-free matrices of F = ffn_dim hidden units: 3·D·F parameters."""
-        law_runner(COURSE["test_swiglu_has_three_matrices_of_ffn_dim"], dtype, device)
 
 
 @pytest.mark.parametrize(

@@ -47,11 +47,11 @@ def check_block_budget(impl) -> None:
 
 
 @pytest.mark.parametrize(("dim", "ffn_dim"), [(4096, 11008), (5120, 13824), (8192, 22016), (192, 512), (64, 256)])
-def test_swiglu_ffn_dim_is_8D_over_3(impl, dim, ffn_dim):
+def test_swiglu_ffn_dim_is_8D_over_3(nanolm_impl, dim, ffn_dim):
     """F = 256·ceil(8D/3 / 256) (Llama: 4096 → 11008), and the implementation's Block uses it."""
     assert default_ffn_dim(dim) == ffn_dim
     assert ModelConfig(dim=dim, n_heads=dim // 64, n_kv_heads=1).ffn_dim == ffn_dim
-    check_block_budget(impl)
+    check_block_budget(nanolm_impl)
 
 
 @pytest.mark.parametrize("dim", [96, 192, 768, 1000 * 3, 4096])

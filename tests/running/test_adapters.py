@@ -6,19 +6,24 @@ in fp64, the documented conventions (HF-Llama's two roundings, HF's fp32 compute
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 import nanolm_core
+from properties.adapters.kit import DtypeNotSupported
 from properties.running.loading import load
 
 transformers = pytest.importorskip("transformers")
 pytestmark = pytest.mark.hf
 
-CPU_ADAPTERS = ("torch", "hf-llama", "hf-gemma")
+CPU_ADAPTERS = ("torch", "hf-llama", "hf-gemma", "hf-qwen2", "hf-mistral", "hf-phi3", "hf-olmo2", "hf-t5", "hf-gemma3")
+CPU_ADAPTERS += tuple(a for a in ("torchtune", "onnxruntime") if load(a).skip_reason is None)  # optional extras
+HF_NORMS = ("hf-llama", "hf-gemma", "hf-qwen2", "hf-mistral", "hf-phi3", "hf-olmo2", "hf-t5", "hf-gemma3")
+DECODERS = ("hf-llama", "hf-qwen2", "hf-mistral", "hf-phi3")
 CONFIG = nanolm_core.ModelConfig(dim=64, n_heads=4, n_kv_heads=2, ffn_dim=96, max_seq_len=16)
 CONVENTION_KEYS = {"formula", "rounding", "compute_dtype", "source"}
-LIBRARY_CLASSES = {("torch", "RMSNorm"), ("hf-llama", "RMSNorm")}  # the library's class has the contract's names
+LIBRARY_CLASSES = {("torch", "RMSNorm")}  # the library's class has the contract's names
 
 
 def _random_state(module: torch.nn.Module, gen: torch.Generator) -> dict[str, torch.Tensor]:
@@ -60,8 +65,10 @@ CASES = list(_cases())
 
 def test_provided_components_are_as_documented():
     assert load("torch").provided == ("RMSNorm", "SwiGLU", "Block")
-    assert load("hf-llama").provided == ("RMSNorm", "SwiGLU", "Block")
-    assert load("hf-gemma").provided == ("RMSNorm",)  # Gemma's MLP is GeGLU: not the contract's SwiGLU
+    for adapter in DECODERS:
+        assert load(adapter).provided == ("RMSNorm", "SwiGLU", "Block"), adapter
+    for adapter in ("hf-gemma", "hf-olmo2", "hf-t5", "hf-gemma3"):  # their MLPs / layers are not the contract's
+        assert load(adapter).provided == ("RMSNorm",), adapter
 
 
 @pytest.mark.parametrize(("adapter", "component"), CASES)
@@ -95,7 +102,11 @@ def test_output_keeps_shape_dtype_and_leaves_the_input_alone(adapter, component,
     _, mod = _pair(adapter, component, dtype)
     x = _input(component, dtype)
     before = x.clone()
-    y = mod(x)
+    try:
+        y = mod(x)
+    except DtypeNotSupported as exc:  # declared: a skip of the laws, not a contract failure
+        assert not load(adapter).conventions[component].supports(dtype)
+        pytest.skip(str(exc))
     assert (y.shape, y.dtype, y.device) == (x.shape, x.dtype, x.device)
     assert torch.equal(x, before)
     assert torch.isfinite(y).all()
@@ -133,9 +144,10 @@ ALL_DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
 BITWISE = [
     ("torch", "RMSNorm", ALL_DTYPES),
     ("torch", "SwiGLU", ALL_DTYPES),
-    ("hf-llama", "SwiGLU", (torch.float64, torch.float32, torch.bfloat16)),
+    *[(a, "SwiGLU", (torch.float64, torch.float32, torch.bfloat16)) for a in ("hf-llama", "hf-qwen2", "hf-mistral")],
+    ("hf-olmo2", "RMSNorm", (torch.float32, torch.float16, torch.bfloat16)),  # one rounding in fp32, as the reference
 ]
-CLOSE = [("torch", "Block", torch.float64, 1e-13), ("hf-llama", "Block", torch.float32, 1e-5)]  # (…, rtol = atol)
+CLOSE = [("torch", "Block", torch.float64, 1e-13)] + [(a, "Block", torch.float32, 1e-5) for a in DECODERS]
 
 
 @pytest.mark.parametrize(("adapter", "component", "dtypes"), BITWISE, ids=[f"{a}-{c}" for a, c, _ in BITWISE])
@@ -165,7 +177,7 @@ def test_hf_llama_rmsnorm_rounds_twice_in_bf16():
     assert (two != one).float().mean() > 0.05  # the convention is visible, not an artefact
 
 
-@pytest.mark.parametrize("adapter", ["hf-llama", "hf-gemma"])
+@pytest.mark.parametrize("adapter", HF_NORMS)
 def test_hf_rmsnorms_compute_fp64_input_in_fp32(adapter):
     """A documented finding: HF's norms call x.to(float32) / x.float(), so fp64 results are only fp32-accurate."""
     ref, mod = _pair(adapter, "RMSNorm", torch.float64)
@@ -174,9 +186,10 @@ def test_hf_rmsnorms_compute_fp64_input_in_fp32(adapter):
     assert 1e-12 < rel < 1e-4  # fp32-level (Gemma also rounds gains near 0 to fp32 absolute precision)
 
 
-def test_gemma_rmsnorm_is_bitwise_the_reference_when_its_offset_is_exact():
+@pytest.mark.parametrize("adapter", ["hf-gemma", "hf-gemma3"])
+def test_gemma_rmsnorm_is_bitwise_the_reference_when_its_offset_is_exact(adapter):
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
-        ref, mod = _pair("hf-gemma", "RMSNorm", dtype)
+        ref, mod = _pair(adapter, "RMSNorm", dtype)
         exact = mod.weight.detach().clone()
         exact.copy_(torch.linspace(0.5, 3.0, CONFIG.dim))  # w ≥ 0.5: w − 1 exact in fp32 (Sterbenz / same binade)
         ref.weight.data.copy_(exact)
@@ -252,9 +265,105 @@ def test_liger_imports_everywhere_and_says_why_it_skips():
         impl.factory("RMSNorm")(CONFIG.dim)
 
 
-@pytest.mark.parametrize("adapter", ["torch", "hf-llama"])
+@pytest.mark.parametrize("adapter", ["torch", *DECODERS])
 @pytest.mark.parametrize(("dim", "hidden"), [(1, 1), (5, 1), (31, 7)])
 def test_swiglu_accepts_any_sizes(adapter, dim, hidden):
     """The contract has no head count: HF's config validation (heads divide D, even RoPE dim) must not leak in."""
     mod = load(adapter).factory("SwiGLU")(dim, hidden).to(dtype=torch.float64)
     assert mod(torch.ones(2, dim, dtype=torch.float64)).shape == (2, dim)
+
+
+# ------------------------------------------------------------------------------------------ the new adapters' findings
+
+
+@pytest.mark.parametrize("adapter", ["hf-qwen2", "hf-mistral", "hf-phi3", "hf-t5"])
+def test_llama_style_norms_round_twice_in_bf16(adapter):
+    """Qwen2, Mistral, Phi-3 (Llama's norm) and T5: w · fl(x·r), exactly HF Llama's formula."""
+    _, mod = _pair(adapter, "RMSNorm", torch.bfloat16)
+    x = (torch.randn(64, CONFIG.dim, generator=torch.Generator().manual_seed(3)) * 3 + 1).to(torch.bfloat16)
+    xr = (x.float() * torch.rsqrt(x.float().square().mean(-1, keepdim=True) + 1e-6)).to(torch.bfloat16)
+    assert torch.equal(mod(x), xr * mod.weight)
+
+
+def test_olmo2_rounds_once_where_llama_rounds_twice():
+    ref, olmo = _pair("hf-olmo2", "RMSNorm", torch.bfloat16)
+    _, llama = _pair("hf-llama", "RMSNorm", torch.bfloat16)
+    x = (torch.randn(64, CONFIG.dim, generator=torch.Generator().manual_seed(3)) * 3 + 1).to(torch.bfloat16)
+    assert torch.equal(olmo(x), ref(x))
+    assert (llama(x) != olmo(x)).float().mean() > 0.05
+
+
+def test_phi3_fuses_the_contracts_weights_and_gradients_reach_each_part():
+    _, mod = _pair("hf-phi3", "Block", torch.float64)
+    ffn, attn = mod.ffn, mod.attn
+    fused = ffn.hf_params()["gate_up_proj.weight"]
+    assert torch.equal(fused, torch.cat([ffn.w_gate.weight, ffn.w_up.weight]))
+    qkv = attn.hf_params("", torch.zeros(1, dtype=torch.float64))["qkv_proj.weight"]
+    assert qkv.shape == (CONFIG.dim + 2 * CONFIG.n_kv_heads * CONFIG.head_dim, CONFIG.dim)
+    assert list(mod.state_dict()) == list(nanolm_core.Block(CONFIG).state_dict())
+
+
+def test_qwen2_biases_are_held_at_zero_and_are_not_parameters():
+    _, mod = _pair("hf-qwen2", "Block", torch.float32)
+    params = mod.attn.hf_params("", torch.zeros(1))
+    assert all(torch.equal(params[f"{p}_proj.bias"], torch.zeros_like(params[f"{p}_proj.bias"])) for p in "qkv")
+    assert not any("bias" in k for k in mod.state_dict())
+
+
+def test_t5_forms_the_mean_square_of_fp64_input_in_fp32():
+    """T5: variance = x.to(float32).pow(2).mean(): the statistics of fp64 input are those of x rounded to fp32."""
+    _, mod = _pair("hf-t5", "RMSNorm", torch.float64)
+    x = _input("RMSNorm", torch.float64)
+    r32 = torch.rsqrt(x.float().square().mean(-1, keepdim=True) + 1e-6)  # fp32 arithmetic, as T5
+    assert torch.equal(mod(x), mod.weight * (x * r32))
+
+
+def test_onnxruntime_rmsnorm_is_within_the_bound_and_skips_bf16():
+    pytest.importorskip("onnxruntime")
+    from properties.adapters.kit import DtypeNotSupported
+    from properties.testing import assert_rmsnorm_close
+
+    for dtype in (torch.float64, torch.float32, torch.float16):
+        _, mod = _pair("onnxruntime", "RMSNorm", dtype)
+        x = _input("RMSNorm", dtype)
+        assert_rmsnorm_close(mod(x).detach(), x, mod.weight.detach(), eps=1e-6)
+    _, mod = _pair("onnxruntime", "RMSNorm", torch.bfloat16)
+    with pytest.raises(DtypeNotSupported, match="not bf16"):
+        mod(_input("RMSNorm", torch.bfloat16))
+
+
+@pytest.mark.parametrize("adapter", ["timm", "torchtune"])
+def test_optional_adapters_import_everywhere_and_say_why_they_skip(adapter):
+    impl = load(adapter)
+    if impl.skip_reason is None:
+        pytest.skip(f"{adapter} is importable here: its numbers are tested below")
+    assert adapter in impl.skip_reason
+
+
+def test_onnxruntime_stores_eps_in_fp32():
+    """The documented finding: on an eps-dominated fp64 row ONNX Runtime is exact for eps = fl32(1e-6), not 1e-6."""
+    pytest.importorskip("onnxruntime")
+    from properties.adapters.onnx_runtime import ort_rms_norm
+
+    x, w = np.full((1, 8), 1e-5), np.ones(8)  # mean(x²) = 1e-10 ≪ eps
+    ms = (x * x).mean(-1, keepdims=True)
+    y = ort_rms_norm(x, w, 1e-6)
+    assert np.array_equal(y, x / np.sqrt(ms + float(np.float32(1e-6))))
+    assert 1e-9 < abs(y[0, 0] / (x / np.sqrt(ms + 1e-6))[0, 0] - 1) < 2e-9
+
+
+def test_torchtune_computes_fp64_in_fp32_and_its_rope_is_interleaved():
+    """Its norm and RoPE run in fp32 (fp64 input too); its attention, given the kit's permuted W_q / W_k, is the
+    contract's rotate-half attention; given the weights unpermuted it is another function."""
+    if load("torchtune").skip_reason:
+        pytest.skip(load("torchtune").skip_reason)
+    ref, mod = _pair("torchtune", "Block", torch.float64)
+    x = _input("Block", torch.float64)
+    rel = ((mod.attn(x) - ref.attn(x)).abs().max() / ref.attn(x).abs().max()).item()
+    assert 1e-12 < rel < 1e-5  # fp32 RoPE in an fp64 Block
+    ref32, mod32 = _pair("torchtune", "Block", torch.float32)
+    torch.testing.assert_close(mod32(x.float()), ref32(x.float()), rtol=1e-5, atol=1e-5)
+    attn = mod32.attn
+    plain = {**attn.tt_params("", x), "q_proj.weight": attn.wq.weight, "k_proj.weight": attn.wk.weight}
+    unpermuted = torch.func.functional_call(mod32.attn._tt, plain, (x.float(), x.float()))
+    assert not torch.allclose(unpermuted, ref32.attn(x.float()), atol=1e-3)

@@ -123,3 +123,24 @@ def test_shipped_expectation_files_parse_and_name_registered_laws(path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert not ex.unmatched(entries, LAWS), "stale entries"
+
+
+def test_a_user_file_is_read_with_its_own_name_in_messages(tmp_path):
+    mine = tmp_path / "mine.txt"
+    mine.write_text("RMSNorm.rmsnorm_matches_golden[fp32]  xfail  ours, on purpose\n")
+    [entry] = ex.read(mine)
+    assert entry.where == f"{mine}:1"
+    with pytest.raises(ex.ExpectationError, match="does not exist"):
+        ex.read(tmp_path / "absent.txt")
+    with pytest.raises(ex.ExpectationError, match="is a directory"):
+        ex.read(tmp_path)
+
+
+def test_user_entries_come_before_the_shipped_file_and_decide_first(tmp_path):
+    mine = tmp_path / "mine.txt"
+    mine.write_text("RMSNorm.rmsnorm_matches_golden[fp64]  skip  not on our hardware\n")
+    entries = ex.combined("hf-llama", [mine])
+    assert entries[0].source == str(mine) and entries[1].source.endswith("hf-llama.txt")
+    [out] = ex.apply([result("RMSNorm.rmsnorm_matches_golden")], "hf-llama", entries, warn=False)
+    assert out.status == "skipped" and "not on our hardware" in out.message  # the user's line won
+    assert ex.combined("hf-llama", [mine], shipped=False) == entries[:1]

@@ -1,0 +1,228 @@
+"""Declared conventions: what an implementation says about *how* it computes, as validated data.
+
+A module (an adapter or the user's own) may define ``CONVENTIONS = {component: {key: value}}``. Two kinds of
+keys share that dictionary:
+
+* **declarations** — typed, validated here, readable by the laws (``Conventions``):
+
+    compute_dtype     the precision of the arithmetic per input dtype: one dtype name for every input ("fp32"),
+                      "input" (the input's own dtype), or a map {"fp64": "fp32", …}; unnamed input dtypes keep
+                      the reference's (RMSNorm: fp32 for fp16/bf16, else the input's; SwiGLU, Block: the input's)
+    eps_dtype         the dtype eps is stored in before it is added ("fp32", "bf16", … or "compute" / "input")
+    eps_placement     "inside" (x / √(ms + eps), the contract) or "outside" (x / (√ms + eps))
+    flush_subnormals  where subnormals are flushed to zero: any of "input", "output", "intermediate"
+                      (``True``: all three, ``False``: none)
+    weight_offset     the library multiplies by (offset + w_stored): 0.0 (none) or 1.0 (Gemma's 1 + w)
+    roundings         roundings to the storage dtype in the final product: 1 (fl(x·r·w), torch, Gemma) or 2
+                      (fl(fl(x·r)·w), HF Llama)
+    reduction         the summation order of the reduction(s): "sequential", "pairwise", "blocked", "split-k",
+                      "compensated", "tree" or "any"
+    accumulation_dtype the dtype the reduction accumulates in ("fp32", … or "compute")
+    rope_layout       "rotate-half" (the contract) or "interleaved" (Block)
+    dtypes            the input dtypes the implementation supports (others: skipped as "dtype not supported")
+    eps_default       float: the library's own default eps (the suite always passes the contract's eps)
+
+* **descriptions** — free text printed beside the measurements: ``formula``, ``rounding``, ``compute``,
+  ``weight_mapping``, ``attention``, ``rope``, ``backward``, ``source``, ``notes``.
+
+Any other key is an error (a misspelt declaration must not be silently ignored): :func:`parse` raises
+:class:`ConventionError` naming the component, the key and the known keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from golden.formats import NAMES, fmt
+
+__all__ = [
+    "DESCRIPTIONS",
+    "KEYS",
+    "ConventionError",
+    "Conventions",
+    "parse",
+    "parse_all",
+]
+
+DESCRIPTIONS = ("formula", "rounding", "compute", "weight_mapping", "attention", "rope", "backward", "source", "notes")
+REDUCTIONS = ("any", "sequential", "pairwise", "blocked", "split-k", "compensated", "tree")
+FLUSH_SITES = ("input", "output", "intermediate")
+KEYS = (
+    "compute_dtype",
+    "eps_dtype",
+    "eps_placement",
+    "flush_subnormals",
+    "weight_offset",
+    "roundings",
+    "reduction",
+    "accumulation_dtype",
+    "rope_layout",
+    "dtypes",
+    "eps_default",
+    *DESCRIPTIONS,
+)
+_CONTRACT = {"eps_placement": "inside", "weight_offset": 0.0, "roundings": 1, "rope_layout": "rotate-half"}
+# The reference's compute dtype per input dtype (DESIGN: RMSNorm upcasts 16-bit input to fp32; SwiGLU and the
+# Block's projections run in the module dtype, their matmuls accumulating in fp32).
+_DEFAULT_COMPUTE = {
+    "RMSNorm": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp32", "bf16": "fp32"},
+    "SwiGLU": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp16", "bf16": "bf16"},
+    "Block": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp16", "bf16": "bf16"},
+}
+
+
+class ConventionError(ValueError):
+    """A CONVENTIONS declaration that cannot be understood (names the component and the key)."""
+
+
+def _dtype(value: Any, where: str, extra: tuple[str, ...] = ()) -> str:
+    if isinstance(value, str) and value in extra:
+        return value
+    try:
+        return fmt(value).name
+    except (ValueError, TypeError, KeyError):
+        options = ", ".join((*NAMES, *extra))
+        raise ConventionError(f"{where}: {value!r} is not a dtype; expected one of {options}") from None
+
+
+def _choice(value: Any, where: str, options: tuple[str, ...], aliases: Mapping[str, str] | None = None) -> str:
+    text = (aliases or {}).get(value, value)
+    if text not in options:
+        raise ConventionError(f"{where}: {value!r}; expected one of {', '.join(options)}")
+    return text
+
+
+@dataclasses.dataclass(frozen=True)
+class Conventions:
+    """One component's declarations (None / empty: not declared — the contract's accepted conventions apply)."""
+
+    component: str = ""
+    compute_dtype: Mapping[str, str] = dataclasses.field(default_factory=dict)  # declared input → compute dtype
+    eps_dtype: str | None = None
+    eps_placement: str | None = None
+    flush_subnormals: frozenset[str] = frozenset()
+    weight_offset: float | None = None
+    roundings: int | None = None
+    reduction: str | None = None
+    accumulation_dtype: str | None = None
+    rope_layout: str | None = None
+    dtypes: tuple[str, ...] | None = None
+    eps_default: float | None = None
+    text: Mapping[str, str] = dataclasses.field(default_factory=dict)  # the descriptions
+
+    def compute(self, dtype: Any) -> str:
+        """The dtype the arithmetic runs in for input ``dtype`` (declared, else the contract's default)."""
+        name = fmt(dtype).name
+        declared = self.compute_dtype.get(name)
+        if declared == "input":
+            return name
+        return declared or _DEFAULT_COMPUTE.get(self.component, _DEFAULT_COMPUTE["RMSNorm"])[name]
+
+    def supports(self, dtype: Any) -> bool:
+        return self.dtypes is None or fmt(dtype).name in self.dtypes
+
+    @property
+    def declared(self) -> dict[str, Any]:
+        """The declarations that were made (JSON-able), without the descriptions."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("component", "text") or value in (None, {}, frozenset()):
+                continue
+            out[f.name] = sorted(value) if isinstance(value, frozenset) else value
+            if isinstance(value, Mapping):
+                out[f.name] = dict(value)
+        return out
+
+    def summary(self) -> str:
+        """One line of what departs from the contract's reference: "compute fp64→fp32; roundings 2; weight offset
+        1.0" (empty when nothing such is declared)."""
+        parts = []
+        default = _DEFAULT_COMPUTE.get(self.component, _DEFAULT_COMPUTE["RMSNorm"])
+        changed = {k: self.compute(k) for k in self.compute_dtype if self.compute(k) != default[k]}
+        if changed:
+            parts.append("compute " + ", ".join(f"{k}→{v}" for k, v in changed.items()))
+        for key, value in self.declared.items():
+            if key in ("compute_dtype", "eps_default") or _CONTRACT.get(key) == value:
+                continue
+            shown = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else value
+            parts.append(f"{key.replace('_', ' ')} {shown}")
+        return "; ".join(parts)
+
+
+def parse(component: str, raw: Mapping[str, Any] | None) -> Conventions:
+    """Validate one component's CONVENTIONS entry → Conventions (ConventionError on a bad key or value)."""
+    if raw is None:
+        return Conventions(component)
+    if not isinstance(raw, Mapping):
+        raise ConventionError(f"CONVENTIONS[{component!r}] must be a dict, not {type(raw).__name__}")
+    values: dict[str, Any] = {"component": component}
+    text: dict[str, str] = {}
+    for key, value in raw.items():
+        where = f"CONVENTIONS[{component!r}][{key!r}]"
+        if key in DESCRIPTIONS:
+            text[key] = str(value)
+        elif key == "compute_dtype":
+            values[key] = _compute(value, where)
+        elif key in ("eps_dtype", "accumulation_dtype"):
+            values[key] = _dtype(value, where, extra=("compute", "input"))
+        elif key == "eps_placement":
+            aliases = {"inside the square root": "inside", "outside the square root": "outside"}
+            values[key] = _choice(value, where, ("inside", "outside"), aliases)
+        elif key == "flush_subnormals":
+            values[key] = _flush(value, where)
+        elif key in ("weight_offset", "eps_default"):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ConventionError(f"{where}: {value!r}; expected a finite number")
+            values[key] = float(value)
+        elif key == "roundings":
+            if value not in (1, 2) or isinstance(value, bool):
+                raise ConventionError(f"{where}: {value!r}; expected 1 (fl(x·r·w)) or 2 (fl(fl(x·r)·w))")
+            values[key] = int(value)
+        elif key == "reduction":
+            values[key] = _choice(value, where, REDUCTIONS)
+        elif key == "rope_layout":
+            values[key] = _choice(value, where, ("rotate-half", "interleaved"))
+        elif key == "dtypes":
+            names = [value] if isinstance(value, str) else list(value)
+            values[key] = tuple(dict.fromkeys(_dtype(v, where) for v in names))
+        else:
+            close = difflib.get_close_matches(str(key), KEYS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConventionError(f"{where}: unknown key{hint}; known keys: {', '.join(KEYS)}")
+    return Conventions(**values, text=text)
+
+
+def parse_all(raw: Any, components: tuple[str, ...]) -> dict[str, Conventions]:
+    """A module's whole CONVENTIONS ({component: entry}) → {component: Conventions} for ``components``."""
+    if raw is None:
+        return {c: Conventions(c) for c in components}
+    if not isinstance(raw, Mapping):
+        raise ConventionError(f"CONVENTIONS must be a dict {{component: {{key: value}}}}, not {type(raw).__name__}")
+    unknown = [k for k in raw if k not in components]
+    if unknown:
+        raise ConventionError(f"CONVENTIONS names {unknown}; components are {', '.join(components)}")
+    return {c: parse(c, raw.get(c)) for c in components}
+
+
+def _compute(value: Any, where: str) -> dict[str, str]:
+    if isinstance(value, Mapping):
+        return {_dtype(k, where): _dtype(v, f"{where}[{k!r}]", extra=("input",)) for k, v in value.items()}
+    target = _dtype(value, where, extra=("input",))
+    return dict.fromkeys(NAMES, target)
+
+
+def _flush(value: Any, where: str) -> frozenset[str]:
+    if value is True:
+        return frozenset(FLUSH_SITES)
+    if value is False or value is None:
+        return frozenset()
+    sites = [value] if isinstance(value, str) else list(value)
+    bad = [s for s in sites if s not in FLUSH_SITES]
+    if bad:
+        raise ConventionError(f"{where}: {bad}; expected True, False or any of {', '.join(FLUSH_SITES)}")
+    return frozenset(sites)

@@ -1,0 +1,173 @@
+"""The pytest plugin is safe to auto-load: an unrelated project keeps its own Hypothesis profile and database, sees
+no header, and runs beside pytest-profiling; the shipped conformance tests run from any directory, with
+reproduction lines that work where they are printed, user expectation files and Hypothesis' own options."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+
+from properties.entry import plugin
+from properties.running import profiles
+
+LAW = "RMSNorm.rmsnorm_matches_golden"
+WRONG = "properties.gallery.eps_outside_sqrt"  # fails LAW in fp32 on its pinned eps-dominated row
+ONE = ["--pyargs", "properties.conformance.test_laws", "-k", f"{LAW.split('.')[1]} and fp32 and cpu"]
+
+
+def pytest_in(
+    directory: Path, *args: str, env: dict[str, str] | None = None, xdist: bool = False
+) -> subprocess.CompletedProcess:
+    """``python -m pytest ARGS`` started in ``directory`` (nothing of this repository on its path but the package)."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "NANOLM_", "HYPOTHESIS_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *([] if xdist else ["-p", "no:xdist"]), *args],
+        cwd=directory,
+        env={**base, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+UNRELATED_CONFTEST = """
+import os
+from hypothesis import settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+settings.register_profile("ci", max_examples=500, database=DirectoryBasedExampleDatabase(os.path.abspath("own-db")))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+"""
+
+UNRELATED_TEST = """
+import os
+from hypothesis import given, settings, strategies as st
+
+def test_sees_its_own_profile():
+    s = settings()
+    assert s.max_examples == 500, s.max_examples
+    assert str(s.database.path) == os.path.abspath("own-db"), s.database
+
+@given(st.integers())
+def test_runs_with_its_own_budget(n):
+    assert isinstance(n, int)
+"""
+
+
+@pytest.fixture
+def unrelated(tmp_path: Path) -> Path:
+    """A project of someone else's: its own ``ci`` profile (500 examples, its own database), loaded in its conftest."""
+    (tmp_path / "conftest.py").write_text(UNRELATED_CONFTEST)
+    (tmp_path / "test_theirs.py").write_text(UNRELATED_TEST)
+    return tmp_path
+
+
+def test_an_unrelated_suite_keeps_its_own_hypothesis_profile_and_sees_no_header(unrelated):
+    run = pytest_in(unrelated, "-v", env={"HYPOTHESIS_PROFILE": "ci"})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "2 passed" in run.stdout
+    assert "nanolm-verify:" not in run.stdout  # no header (pytest's own plugin list names the package, that's all)
+    traced = pytest_in(unrelated, "--trace-config", "-q", env={"HYPOTHESIS_PROFILE": "ci"}).stdout
+    assert "properties.entry.plugin" in traced or "properties/entry/plugin.py" in traced  # loaded all along
+
+
+def test_pytest_profiling_and_the_plugin_work_side_by_side(unrelated):
+    pytest.importorskip("pytest_profiling")
+    run = pytest_in(unrelated, "--profile", env={"HYPOTHESIS_PROFILE": "ci"})  # pytest-profiling's own option
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (unrelated / "prof" / "combined.prof").is_file()
+    laws = pytest_in(unrelated, "--profile", *ONE, "--impl", "torch", "--nanolm-profile", "ci")
+    assert laws.returncode == 0, laws.stdout + laws.stderr
+    assert "nanolm-verify: implementation torch, law profile ci" in laws.stdout
+    assert "1 passed" in laws.stdout
+
+
+def test_the_plugin_registers_no_hypothesis_profile(tmp_path):
+    (tmp_path / "test_profiles.py").write_text(
+        "import pytest\nfrom hypothesis import settings\nfrom hypothesis.errors import InvalidArgument\n\n"
+        "@pytest.mark.parametrize('name', ['dev', 'thorough'])\n"
+        "def test_no_profile_of_the_suite_is_registered(name):\n"
+        "    with pytest.raises(InvalidArgument):\n        settings.get_profile(name)\n\n"
+        "def test_ci_is_hypothesis_own_profile():\n"  # Hypothesis ships a 'ci' profile of its own (100 examples)
+        "    assert settings.get_profile('ci').max_examples != 8 and settings().max_examples != 8\n"
+    )
+    run = pytest_in(tmp_path, env={"HYPOTHESIS_PROFILE": "ci"})
+    assert run.returncode == 0 and "3 passed" in run.stdout, run.stdout + run.stderr
+
+
+def test_the_conformance_tests_run_from_an_empty_directory_with_a_repro_line_that_works_there(tmp_path):
+    run = pytest_in(tmp_path, *ONE, "--impl", WRONG, "--nanolm-profile", "ci")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"nanolm-verify: implementation {WRONG}, law profile ci" in run.stdout
+    [line] = re.findall(r"^reproduce: (pytest .*)$", run.stdout, re.M)
+    assert "--pyargs 'properties.conformance.test_laws::test_law[RMSNorm.rmsnorm_matches_golden-fp32-cpu]'" in line
+    again = pytest_in(tmp_path, *shlex.split(line)[1:])
+    assert again.returncode == 1 and "1 failed" in again.stdout, again.stdout
+    assert f"reproduce: {line}" in again.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written where the user stands
+
+
+def test_a_repro_line_inside_the_invocation_directory_names_the_file(tmp_path):
+    here = Path(__file__).resolve().parents[2]
+    run = pytest_in(
+        here, "tests/conformance/test_laws.py", "-k", "rmsnorm_matches_golden and fp32 and cpu",
+        "--impl", WRONG, "--nanolm-profile", "dev", "--hypothesis-seed", "3",
+    )  # fmt: skip
+    [line] = re.findall(r"^reproduce: (pytest .*)$", run.stdout, re.M)
+    assert line.startswith("pytest 'tests/conformance/test_laws.py::test_law[RMSNorm.rmsnorm_matches_golden-fp32-cpu]'")
+    assert "--nanolm-profile dev" in line and "--hypothesis-seed=3" in line
+
+
+def test_a_user_expectation_file_turns_the_failure_into_xfail_and_a_stale_line_into_a_warning(tmp_path):
+    mine = tmp_path / "mine.txt"
+    mine.write_text(
+        f"{LAW}[fp32]          xfail  eps outside the square root, on purpose\n"
+        "RMSNorm.renamed_law   xfail  a line left over from an old version\n"
+    )
+    options = ["--impl", WRONG, "--nanolm-profile", "ci", "--nanolm-expectations", str(mine), "-rxX"]
+    run = pytest_in(tmp_path, *ONE, *options)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 xfailed" in run.stdout
+    assert "eps outside the square root, on purpose" in run.stdout
+    assert "mine.txt:2: expectation RMSNorm.renamed_law[*-*] matches no known law id" in run.stdout
+
+
+def test_a_hypothesis_profile_of_the_user_sets_the_laws_budget(tmp_path):
+    (tmp_path / "conftest.py").write_text(
+        "from hypothesis import settings\nsettings.register_profile('few', max_examples=3, derandomize=True)\n"
+    )
+    run = pytest_in(tmp_path, *ONE, "--impl", "torch", "--hypothesis-profile", "few")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "law profile hypothesis:few" in run.stdout
+
+
+def test_a_hypothesis_profile_maps_onto_a_law_profile():
+    settings.register_profile("nanolm-test-map", max_examples=1200, derandomize=True, print_blob=True)
+    mapped = plugin.mapped_profile("nanolm-test-map")
+    assert (mapped.name, mapped.max_examples, mapped.derandomize, mapped.print_blob) == (
+        "hypothesis:nanolm-test-map", 1200, True, True,
+    )  # fmt: skip
+    assert mapped.slow  # ≥ 1000 examples draws the large-D tier, as thorough does
+    assert mapped.timeout == profiles.PROFILES["dev"].timeout
+
+
+def test_an_installed_copy_finds_its_tests_by_module_name():
+    """``--pyargs properties.conformance`` resolves to the package's own directory, wherever it is installed."""
+    import properties.conformance
+
+    here = Path(properties.conformance.__file__).parent
+    assert {p.name for p in here.glob("test_*.py")} == {"test_laws.py", "test_modules.py"}
+
+
+def test_under_xdist_the_header_comes_with_the_summary(tmp_path):
+    pytest.importorskip("xdist")
+    run = pytest_in(tmp_path, *ONE, "--impl", "torch", "--nanolm-profile", "ci", "-n", "2", xdist=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "nanolm-verify: implementation torch, law profile ci (1 law tests)" in run.stdout
