@@ -229,24 +229,24 @@ def nanolm_law_runner(
 ) -> Callable[..., Any]:
     """run(law_id, dtype, device) → LawResult; passes, skips, xfails (an expectation entry) or fails the test
     with the law's message and a reproduction line for this very test."""
-    from properties.running.runner import LAWS, repro_line, run_law  # the law library loads on first use
+    from properties.running.runner import LAWS, run_law  # the law library loads on first use
 
     item = request.node
     _, selects = _law_profile(request.config)
+
+    options = ["--impl", shlex.quote(nanolm_impl.spec), *selects]
+    options += [f"--nanolm-expectations={shlex.quote(f)}" for f in request.config.getoption("--nanolm-expectations")]
+
+    def repro(seed: int | None) -> str:  # a command for this very test, from its node id
+        return repro_command(item, [*options, *([f"--hypothesis-seed={seed}"] if seed is not None else [])])
 
     def run(law_id: str, dtype: Any, device: str = "cpu") -> Any:
         law = LAWS[law_id]
         result = run_law(
             law, nanolm_impl, dtype=dtype, device=device, profile=nanolm_law_profile, seed=nanolm_law_seed,
-            repro="pytest",
+            repro=repro,
         )  # fmt: skip
         item.user_properties.append((_LAWS, law_id))
-        options = ["--impl", shlex.quote(nanolm_impl.spec), *selects]
-        files = request.config.getoption("--nanolm-expectations")
-        options += [f"--nanolm-expectations={shlex.quote(f)}" for f in files]
-        options += [f"--hypothesis-seed={result.seed}"] if result.seed is not None else []
-        generic = repro_line(law, nanolm_impl, result.dtype, result.device, result.profile, result.seed, "pytest")
-        result.message = result.message.replace(generic, repro_command(item, options))
         [result] = expectations.apply([result], nanolm_impl, nanolm_expectations, warn=False)
         if result.status == "xfailed":
             pytest.xfail(result.message.splitlines()[0])

@@ -118,8 +118,8 @@ def repro_line(
     """One command that reproduces this run (a ``check`` line, or a pytest line under pytest)."""
     if style == "pytest":
         cmd = (
-            f'NANOLM_IMPL={impl.spec} pytest tests/conformance/test_laws.py -k "{law.name} and {dtype} and '
-            f'{device}" --profile {profile}'
+            f'pytest --pyargs properties.conformance.test_laws -k "{law.name} and {dtype} and {device}" '
+            f"--impl {impl.spec} --nanolm-profile {profile}"
         )
         return cmd + (f" --hypothesis-seed={seed}" if seed is not None else "")
     cmd = f"nanolm-verify check {impl.spec} --only {law.id} --dtype {dtype} --device {device} --profile {profile}"
@@ -165,13 +165,14 @@ def run_law(
     device: str = "cpu",
     profile: str = "ci",
     seed: int | None = None,
-    repro: str = "check",
+    repro: str | Callable[[int | None], str] = "check",
     database: str | None = None,
 ) -> LawResult:
     """Run one law against ``impl`` for one dtype and device under a profile (and run seed) → LawResult.
 
-    ``repro``: the style of the reproduction line in failure messages, "check" (a ``nanolm-verify check``
-    command) or "pytest" (a ``pytest … test_laws.py -k …`` command). ``database``: a directory or a
+    ``repro``: the reproduction line of failure messages: "check" (a ``nanolm-verify check`` command), "pytest"
+    (a ``pytest --pyargs properties.conformance…`` command), or a function of the run's seed that builds it (the
+    pytest plugin: a command for the very test that ran). ``database``: a directory or a
     ``redis://host:port`` URL of a shared Hypothesis example database (``databases.open``), replayed first.
     """
     f = fmt(dtype)
@@ -192,7 +193,7 @@ def run_law(
         profile,
         prof.slow,
         seed,
-        repro_line(law, impl, f.name, device, profile, seed, repro),
+        repro(seed) if callable(repro) else repro_line(law, impl, f.name, device, profile, seed, repro),
     )
     start = time.perf_counter()
     with open_context(ctx):
