@@ -10,8 +10,8 @@ multiples of the tile (F = 8192, 16384) or smaller than it.
 Evidence: facebookresearch/xformers#785 (columns past the kernel's block never processed),
 vllm-project/vllm-ascend#5012 (a launch grid too small for the problem: rows past it skipped).
 
-Caught by: SwiGLU.swiglu_matches_stored_golden on the stored Llama-shaped row (D = 4096, F = 11008; the
-drawn cases of the ci profile have F ≤ 1024, inside one tile).
+Caught by: SwiGLU.swiglu_matches_stored_golden on the stored rows with F = 28672 (D = 256 in fp32, every
+profile; D = 1024 in bf16 and the Llama-shaped rows, slow tier); the drawn cases have F ≤ 1024, inside one tile.
 """
 
 from __future__ import annotations
