@@ -106,7 +106,8 @@ def test_the_conformance_tests_run_from_an_empty_directory_with_a_repro_line_tha
     run = pytest_in(tmp_path, *ONE, "--impl", WRONG, "--nanolm-profile", "ci")
     assert run.returncode == 1, run.stdout + run.stderr
     assert f"nanolm-verify: implementation {WRONG}, law profile ci" in run.stdout
-    [line] = re.findall(r"^reproduce: (pytest .*)$", run.stdout, re.M)
+    [line] = set(re.findall(r"^reproduce: (pytest .*)$", run.stdout, re.M))  # twice where $CI is set: pytest
+    # then prints the whole failure message again in its short summary
     assert "--pyargs 'properties.conformance.test_laws::test_law[RMSNorm.rmsnorm_matches_golden-fp32-cpu]'" in line
     again = pytest_in(tmp_path, *shlex.split(line)[1:])
     assert again.returncode == 1 and "1 failed" in again.stdout, again.stdout
@@ -120,7 +121,7 @@ def test_a_repro_line_inside_the_invocation_directory_names_the_file(tmp_path):
         here, "tests/conformance/test_laws.py", "-k", "rmsnorm_matches_golden and fp32 and cpu",
         "--impl", WRONG, "--nanolm-profile", "dev", "--hypothesis-seed", "3",
     )  # fmt: skip
-    [line] = re.findall(r"^reproduce: (pytest .*)$", run.stdout, re.M)
+    [line] = set(re.findall(r"^reproduce: (pytest .*)$", run.stdout, re.M))
     assert line.startswith("pytest 'tests/conformance/test_laws.py::test_law[RMSNorm.rmsnorm_matches_golden-fp32-cpu]'")
     assert "--nanolm-profile dev" in line and "--hypothesis-seed=3" in line
 
