@@ -244,11 +244,12 @@ def _judge(
     i = int(np.argmax(excess))
     spacing = _ulp.ulp(g.flat[i : i + 1], dtype)[0]
     bound_ulp = allowed.flat[i] / spacing if spacing and np.isfinite(spacing) else float("nan")
-    head = (
-        f"ULP error {err_ulp.flat[i]:.4g} > bound {bound_ulp:.4g} ULP"
-        if in_ulps
-        else f"|actual − {golden_name}| {diff.flat[i]:.4g} > allowed {allowed.flat[i]:.4g}"
-    )
+    if not np.isfinite(diff.flat[i]):
+        head = "a non-finite value where the law's exact answer is finite (an error of infinite size) > bound"
+    elif in_ulps:
+        head = f"ULP error {err_ulp.flat[i]:.4g} > bound {bound_ulp:.4g} ULP"
+    else:
+        head = f"|actual − {golden_name}| {diff.flat[i]:.4g} > allowed {allowed.flat[i]:.4g}"
     fail(
         f"{what}: {head} (= {bound.formula}); {int(bad.sum())} of {bad.size} elements out of bound\n"
         f"  worst at {_index(i, a.shape)}: {golden_name} {_fmt(float(g.flat[i]))}, actual {_fmt(float(a.flat[i]))}, "
