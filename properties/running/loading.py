@@ -36,6 +36,7 @@ DEFAULT_IMPL = "nanolm_core"
 ADAPTERS = {
     "reference": "nanolm_core",
     "torch": "properties.adapters.torch_ref",
+    "torch-compile": "properties.adapters.torch_compile",
     "hf-llama": "properties.adapters.hf_llama",
     "hf-gemma": "properties.adapters.hf_gemma",
     "liger": "properties.adapters.liger",
