@@ -1,17 +1,27 @@
 """Assertion helpers of the laws: comparisons against golden and against derived bounds, bitwise checks.
 
-Each helper hides itself from tracebacks, records what it measured (ULP error, worst input) for the
+Each helper hides itself from tracebacks, records what it measured (ULP error, worst input, headroom) for the
 report through ``properties.library.context``, steers Hypothesis towards large errors with ``target()``, and
 raises AssertionError with a message that reads like
 
-    y: max ULP error 3.0 > bound 1.5 ULP = 0.5 + D·u_fp32/u_bf16 [RMSNorm, bf16, D=4096, cpu, rows: …]
+    y: ULP error 3.0 > bound 1.5 ULP (= 0.5 + … [rmsnorm, t=bf16, c=fp32, D=4096]); 2 of 8192 elements out of bound
       worst at (2, 17): golden 1.2345678, actual 1.25, |actual − golden| 0.0156 > allowed 0.0039
     reproduce: nanolm-verify check IMPL --only RMSNorm.rmsnorm_matches_golden --dtype bf16 …
+
+Every comparison takes a :class:`properties.numerics.bounds.Bound` (allowance per element + formula), measures
+ULPs with :mod:`properties.numerics.ulp` (the one implementation) and judges non-finite values by the law's own
+exact answer: a NaN or ±inf output where the exact answer is finite is an error of infinite size; NaN agrees
+with NaN, and an infinity with the same infinity, only where the law's exact answer is that value (golden NaN or
+overflowing; ``exact_nonfinite`` / ``nan_expected`` for the invariants). Elements whose bound is +inf (an
+accepted convention overflows in an intermediate) are not judged, and the run says so (a Hypothesis event).
+
+Headroom (reported, never enforced): each comparison records ``headroom`` = max |actual − expected| / bound
+(≤ 1 passes), ``pairwise headroom`` against the bound's tight pairwise reference, and the ``order class``
+(``bounds.order_class``) as the run's measurements (maxima over its examples).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -19,7 +29,10 @@ import torch
 from hypothesis import event, target
 from hypothesis.control import currently_in_test_context
 
+from golden.formats import fmt
 from properties.library import context
+from properties.numerics import ulp as _ulp
+from properties.numerics.bounds import Bound, order_class
 
 __all__ = [
     "as_f64",
@@ -31,7 +44,6 @@ __all__ = [
     "assert_unchanged",
     "fail",
     "golden_f64",
-    "ulp_spacing",
 ]
 
 
@@ -51,6 +63,8 @@ def as_f64(t: torch.Tensor | np.ndarray) -> np.ndarray:
     """Exact float64 copy (every fp32/fp16/bf16 value is a float64) as a numpy array on the CPU."""
     if isinstance(t, np.ndarray):
         return t.astype(np.float64, copy=False)
+    if not isinstance(t, torch.Tensor):
+        return np.asarray(t, dtype=np.float64)
     return t.detach().to("cpu", torch.float64).numpy()
 
 
@@ -58,46 +72,10 @@ def golden_f64(g: Any) -> tuple[np.ndarray, np.ndarray]:
     """(hi, lo) float64 arrays of a Golden (or of a plain array: lo = 0)."""
     if hasattr(g, "hi"):
         hi = np.asarray(g.hi, dtype=np.float64)
-        lo = np.asarray(getattr(g, "lo", None) if getattr(g, "lo", None) is not None else np.zeros_like(hi))
-        return hi, lo.astype(np.float64)
-    hi = as_f64(g) if isinstance(g, torch.Tensor) else np.asarray(g, dtype=np.float64)
+        lo = getattr(g, "lo", None)
+        return hi, (np.zeros_like(hi) if lo is None else np.asarray(lo, dtype=np.float64))
+    hi = as_f64(g)
     return hi, np.zeros_like(hi)
-
-
-_FORMAT = {  # precision p (with the hidden bit), e_min
-    torch.float64: (53, -1022),
-    torch.float32: (24, -126),
-    torch.float16: (11, -14),
-    torch.bfloat16: (8, -126),
-}
-
-
-def overflow_to_inf(hi: np.ndarray, dtype: torch.dtype) -> np.ndarray:
-    """hi with the values that round to ±inf in ``dtype`` (|v| ≥ max + ulp(max)/2, IEEE) replaced by ±inf."""
-    p, _ = _FORMAT[dtype]
-    big = float(torch.finfo(dtype).max)
-    limit = big + math.ldexp(1.0, math.frexp(big)[1] - 1 - p) if dtype != torch.float64 else math.inf
-    with np.errstate(invalid="ignore"):
-        return np.where(np.abs(hi) >= limit, np.sign(hi) * np.inf, hi)
-
-
-def ulp_spacing(values: np.ndarray, dtype: torch.dtype) -> np.ndarray:
-    """Spacing of ``dtype`` at each value (fixed quantum below the normal range; inf/NaN → NaN)."""
-    p, emin = _FORMAT[dtype]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        _, e = np.frexp(np.abs(values))  # |v| = f·2^e, f ∈ [0.5, 1): ⌊log2|v|⌋ = e − 1
-    e = np.maximum(e - 1, emin)
-    out = np.ldexp(1.0, e - p + 1)
-    return np.where(np.isfinite(values), out, np.nan)
-
-
-def _ulp_error(actual: np.ndarray, hi: np.ndarray, lo: np.ndarray, dtype: torch.dtype) -> np.ndarray:
-    """|actual − golden| / spacing(golden); 0 where both are the same inf, inf where one is non-finite."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.abs((actual - hi) - lo)
-        err = diff / ulp_spacing(hi, dtype)
-    same_inf = np.isinf(actual) & (actual == hi)
-    return np.where(same_inf, 0.0, np.where(np.isfinite(err), err, np.inf))
 
 
 def _fmt(v: float) -> str:
@@ -132,17 +110,13 @@ def assert_output_contract(
         fail(f"{what}: " + "; ".join(problems), cause)
 
 
-def assert_matches_golden(
-    actual: torch.Tensor,
-    golden: Any,
-    bound: Any,
-    *,
-    what: str = "y",
-    record: bool = True,
-) -> float:
-    """|actual − golden| ≤ bound.abs elementwise (golden: Golden hi+lo; bound: Bound with abs/ulps/formula).
+def assert_matches_golden(actual: torch.Tensor, golden: Any, bound: Bound, *, what: str = "y", record: bool = True):
+    """|actual − golden| ≤ bound.abs elementwise (golden: Golden hi + lo, the law's exact answer).
 
-    Records max and p99 ULP error and the worst element; returns the max ULP error.
+    A non-finite output agrees only with the same non-finite golden value (``ulp.abs_error``); an infinity also
+    passes where |golden| + bound reaches the dtype's overflow threshold (a result within the bound may round to
+    it). Records max and p99 ULP error (``ulp.ulp_error``), the worst element and the headroom; returns the max
+    ULP error.
     """
     __tracebackhide__ = True
     dtype = actual.dtype
@@ -150,59 +124,53 @@ def assert_matches_golden(
     a = as_f64(actual)
     if a.shape != hi.shape:
         fail(f"{what}: shape {a.shape} ≠ golden shape {hi.shape}")
-    hi = overflow_to_inf(hi, dtype)  # a golden beyond the dtype's range rounds to ±inf (RNE)
-    lo = np.where(np.isinf(hi), 0.0, lo)
+    gold = _Golden(hi, lo)
+    diff, err_ulp = _ulp.abs_error(a, gold, dtype), _ulp.ulp_error(a, gold, dtype)
     allowed = np.broadcast_to(np.asarray(bound.abs, dtype=np.float64), hi.shape)
-    err_ulp = _ulp_error(a, hi, lo, dtype)
     with np.errstate(invalid="ignore"):
-        diff = np.abs((a - hi) - lo)
-    both_nan = np.isnan(a) & np.isnan(hi)
-    same_inf = np.isinf(a) & (a == hi)
-    ok = both_nan | same_inf | (diff <= allowed) | _undetermined(allowed, dtype)
-    return _judge(
-        a,
-        hi,
-        err_ulp,
-        diff,
-        allowed,
-        ok,
-        dtype,
-        what,
-        getattr(bound, "formula", "derived bound"),
-        golden_name="golden",
-        record=record,
-    )
+        reach = (np.abs(hi + lo) + allowed >= fmt(dtype).overflow_threshold) & np.isinf(a) & (np.sign(a) == np.sign(hi))
+    ok = (diff <= allowed) | reach | _undetermined(allowed, dtype)
+    return _judge(a, hi + lo, err_ulp, diff, ok, bound, dtype, what, "golden", record=record)
+
+
+class _Golden:
+    def __init__(self, hi: np.ndarray, lo: np.ndarray) -> None:
+        self.hi, self.lo = hi, lo
 
 
 def assert_close(
-    actual: torch.Tensor | np.ndarray,
-    expected: torch.Tensor | np.ndarray,
-    allowed: np.ndarray | float,
+    actual: Any,
+    expected: Any,
+    bound: Bound,
     *,
-    formula: str,
     what: str,
     expected_name: str = "expected",
-    dtype: torch.dtype | None = None,
+    exact_nonfinite: np.ndarray | bool = False,
 ) -> float:
-    """|actual − expected| ≤ allowed elementwise (an invariant with a derived rounding bound).
+    """|actual − expected| ≤ bound.abs elementwise: an invariant with a derived rounding bound.
 
-    With ``dtype`` the error is also expressed in ULPs of that dtype (and returned); without, the quantity is
-    a derived one (a norm, a row sum) and the message gives absolute errors only.
+    ``expected`` is another output of the implementation or an exact quantity; the law's exact answer is finite
+    except where ``exact_nonfinite`` says otherwise — there actual must be the same NaN / infinity as expected;
+    everywhere else a non-finite value on either side is an infinite error. With ``bound.dtype`` the error is also
+    expressed in ULPs of that dtype (and returned); without, the quantity is a derived one (a norm, a row sum)
+    and the message gives absolute errors only.
     """
     __tracebackhide__ = True
-    in_ulps = dtype is not None
-    dtype = dtype or torch.float64
-    a, e = as_f64(actual), as_f64(expected) if isinstance(expected, torch.Tensor) else np.asarray(expected, np.float64)
+    a, e = as_f64(actual), as_f64(expected)
     if a.shape != e.shape:
         fail(f"{what}: shape {a.shape} ≠ {expected_name} shape {e.shape}")
-    allowed = np.broadcast_to(np.asarray(allowed, dtype=np.float64), e.shape)
-    with np.errstate(invalid="ignore"):
-        diff = np.abs(a - e)
-    ok = (np.isnan(a) & np.isnan(e)) | (np.isinf(a) & (a == e)) | (diff <= allowed) | _undetermined(allowed, dtype)
-    err_ulp = _ulp_error(a, e, np.zeros_like(e), dtype)
-    return _judge(
-        a, e, err_ulp, diff, allowed, ok, dtype, what, formula, golden_name=expected_name, record=False, in_ulps=in_ulps
-    )
+    allowed = np.broadcast_to(np.asarray(bound.abs, dtype=np.float64), e.shape)
+    special = np.broadcast_to(np.asarray(exact_nonfinite, dtype=bool), e.shape)
+    with np.errstate(invalid="ignore", over="ignore"):
+        finite = np.isfinite(a) & np.isfinite(e)
+        same = (np.isnan(a) & np.isnan(e)) | (np.isinf(a) & (a == e))
+        diff = np.where(finite, np.abs(a - e), np.where(special & same, 0.0, np.inf))
+    dtype = bound.dtype or torch.float64
+    ok = (diff <= allowed) | _undetermined(allowed, dtype)
+    with np.errstate(all="ignore"):
+        err_ulp = np.where(np.isfinite(diff) & (diff > 0), diff / _ulp.ulp(e, dtype), diff)
+    in_ulps = bound.dtype is not None
+    return _judge(a, e, err_ulp, diff, ok, bound, dtype, what, expected_name, record=False, in_ulps=in_ulps)
 
 
 def _undetermined(allowed: np.ndarray, dtype: torch.dtype) -> np.ndarray:
@@ -210,8 +178,30 @@ def _undetermined(allowed: np.ndarray, dtype: torch.dtype) -> np.ndarray:
     units of an fp16 SwiGLU), so no value — inf and NaN included — is wrong there. They are not judged, and said so."""
     undetermined = np.isinf(allowed)
     if undetermined.any() and currently_in_test_context():
-        event(f"not judged: an intermediate may overflow {dtype} (infinite bound)")
+        event(f"not judged: an intermediate may overflow {fmt(dtype).name} (infinite bound)")
     return undetermined
+
+
+def _record_headroom(diff: np.ndarray, bound: Bound, judged: np.ndarray) -> None:
+    """Record headroom = max diff/abs and the pairwise headroom (maxima over the run) and the order class."""
+    ctx = context.current()
+    if ctx is None or not judged.any():
+        return
+    with np.errstate(all="ignore"):
+        d = diff[judged]
+        allowed = np.broadcast_to(bound.abs, diff.shape)[judged]
+        room = float(np.max(np.where(d > 0, d / allowed, 0.0)))
+        pair = None
+        if bound.pairwise is not None:
+            pw = np.broadcast_to(bound.pairwise, diff.shape)[judged]
+            pair = float(np.max(np.where(d > 0, d / pw, 0.0)))
+    seen = ctx.recorder.measurements
+    room = max(room, float(seen.get("headroom", 0.0)))
+    context.measure("headroom", room)
+    if pair is not None:
+        pair = max(pair, float(seen.get("pairwise headroom", 0.0)))
+        context.measure("pairwise headroom", pair)
+    context.measure("order class", order_class(room, pair))
 
 
 def _judge(
@@ -219,21 +209,22 @@ def _judge(
     g: np.ndarray,
     err_ulp: np.ndarray,
     diff: np.ndarray,
-    allowed: np.ndarray,
     ok: np.ndarray,
+    bound: Bound,
     dtype: torch.dtype,
     what: str,
-    formula: str,
     golden_name: str,
     record: bool = True,
     in_ulps: bool = True,
 ) -> float:
     __tracebackhide__ = True
-    judged = np.isfinite(g) & np.isfinite(allowed)  # infinite bound: not determined in this dtype (_undetermined)
+    allowed = np.broadcast_to(np.asarray(bound.abs, dtype=np.float64), diff.shape)
+    judged = np.isfinite(allowed)  # infinite bound: not determined in this dtype (_undetermined)
     finite = err_ulp[judged] if err_ulp.size else err_ulp
     max_ulp = float(finite.max()) if finite.size else 0.0
     with np.errstate(invalid="ignore"):
         p99 = float(np.percentile(np.minimum(finite, 1e300), 99)) if finite.size else 0.0
+    _record_headroom(diff, bound, judged)
     if record:
         worst = int(np.argmax(np.where(judged, err_ulp, -1.0))) if err_ulp.size else 0
         context.record_error(
@@ -251,15 +242,16 @@ def _judge(
     with np.errstate(invalid="ignore", divide="ignore"):
         excess = np.where(bad, np.nan_to_num(diff / np.maximum(allowed, 1e-300), nan=np.inf, posinf=np.inf), -1)
     i = int(np.argmax(excess))
-    spacing = ulp_spacing(g.flat[i : i + 1], dtype)[0]
+    spacing = _ulp.ulp(g.flat[i : i + 1], dtype)[0]
     bound_ulp = allowed.flat[i] / spacing if spacing and np.isfinite(spacing) else float("nan")
-    head = (
-        f"ULP error {err_ulp.flat[i]:.4g} > bound {bound_ulp:.4g} ULP"
-        if in_ulps
-        else f"|actual − {golden_name}| {diff.flat[i]:.4g} > allowed {allowed.flat[i]:.4g}"
-    )
+    if not np.isfinite(diff.flat[i]):
+        head = "a non-finite value where the law's exact answer is finite (an error of infinite size) > bound"
+    elif in_ulps:
+        head = f"ULP error {err_ulp.flat[i]:.4g} > bound {bound_ulp:.4g} ULP"
+    else:
+        head = f"|actual − {golden_name}| {diff.flat[i]:.4g} > allowed {allowed.flat[i]:.4g}"
     fail(
-        f"{what}: {head} (= {formula}); {int(bad.sum())} of {bad.size} elements out of bound\n"
+        f"{what}: {head} (= {bound.formula}); {int(bad.sum())} of {bad.size} elements out of bound\n"
         f"  worst at {_index(i, a.shape)}: {golden_name} {_fmt(float(g.flat[i]))}, actual {_fmt(float(a.flat[i]))}, "
         f"|actual − {golden_name}| {diff.flat[i]:.4g} > allowed {allowed.flat[i]:.4g}"
         + (f"\n  max ULP error over all elements {max_ulp:.4g}" if in_ulps else "")
@@ -268,14 +260,25 @@ def _judge(
 
 
 def assert_bitwise_equal(
-    actual: torch.Tensor, expected: torch.Tensor, *, what: str, why: str = "", zeros_signed: bool = False
+    actual: torch.Tensor,
+    expected: Any,
+    *,
+    what: str,
+    why: str = "",
+    zeros_signed: bool = False,
+    nan_expected: np.ndarray | bool = False,
 ) -> None:
-    """actual == expected value for value (NaN == NaN; +0 == −0 unless ``zeros_signed``), same shape."""
+    """actual == expected value for value, same shape (+0 == −0 unless ``zeros_signed``).
+
+    NaN equals NaN only where the law's exact answer is NaN (``nan_expected``); elsewhere a NaN on either side is
+    a difference — two NaN outputs never agree on a finite exact answer.
+    """
     __tracebackhide__ = True
     if tuple(actual.shape) != tuple(expected.shape):
         fail(f"{what}: shape {tuple(actual.shape)} ≠ {tuple(expected.shape)}")
     a, e = as_f64(actual), as_f64(expected)
-    eq = (a == e) | (np.isnan(a) & np.isnan(e))
+    nan_ok = np.broadcast_to(np.asarray(nan_expected, dtype=bool), e.shape)
+    eq = (a == e) | (nan_ok & np.isnan(a) & np.isnan(e))
     if zeros_signed:
         eq &= np.signbit(a) == np.signbit(e)
     if bool(np.all(eq)):
@@ -294,19 +297,20 @@ def assert_unchanged(before: torch.Tensor, after: torch.Tensor, *, what: str) ->
     """
     __tracebackhide__ = True
     after = after.detach().to(before.device)
+    nan_before = np.isnan(as_f64(before))  # a NaN the caller passed in must still be there
     if before.dtype != after.dtype:
-        assert_bitwise_equal(after, before, what=f"{what} was modified by the call", zeros_signed=True)
+        assert_bitwise_equal(
+            after, before, what=f"{what} was modified by the call", zeros_signed=True, nan_expected=nan_before
+        )
         return
     same = before.shape == after.shape and bool(
-        torch.equal(before.view(_int_view(before.dtype)), after.view(_int_view(after.dtype)))
+        torch.equal(before.view(fmt(before.dtype).int_view), after.view(fmt(after.dtype).int_view))
     )
     if not same:
-        assert_bitwise_equal(after, before, what=f"{what} was modified by the call", zeros_signed=True)
+        assert_bitwise_equal(
+            after, before, what=f"{what} was modified by the call", zeros_signed=True, nan_expected=nan_before
+        )
         fail(f"{what} was modified by the call (bit patterns differ)")
-
-
-def _int_view(dtype: torch.dtype) -> torch.dtype:
-    return {8: torch.int64, 4: torch.int32, 2: torch.int16}[torch.empty((), dtype=dtype).element_size()]
 
 
 def assert_finite(y: torch.Tensor, *, what: str, mask: np.ndarray | None = None) -> None:
@@ -317,8 +321,3 @@ def assert_finite(y: torch.Tensor, *, what: str, mask: np.ndarray | None = None)
     if bool(bad.any()):
         i = int(np.argmax(bad.reshape(-1)))
         fail(f"{what}: {int(bad.sum())} non-finite element(s), first at {_index(i, a.shape)}: {a.flat[i]}")
-
-
-def gamma_n(n: int, u: float) -> float:
-    """γ_n = n·u / (1 − n·u): the classic bound on n accumulated roundings (Higham §3.1)."""
-    return n * u / (1 - n * u) if n * u < 0.5 else math.inf

@@ -1,39 +1,52 @@
-"""Derived error bounds: for each component, the allowed |actual − golden| per output element.
+"""Derived error bounds: for each component and each law, the allowed |actual − expected| per element.
 
-Every bound is a *first-order forward error analysis* evaluated on the actual data, from the unit
-roundoffs u_t of the storage dtype t (inputs, weights, output) and u_c of the compute dtype c
-(c = fp32 for fp16/bf16, else c = t) and the shapes (D, F, K, T). It covers every *accepted convention*
-at once:
+Every bound is a *first-order forward error analysis* evaluated on the actual data, from the unit roundoffs
+u_t of the storage dtype t (inputs, weights, output) and u_c of the compute dtype c (c = fp32 for fp16/bf16,
+else c = t) and the shapes (D, F, K, T). One analysis admits every *accepted way of computing* at once:
 
-(a) compute in c, round once to t (the reference, torch ``F.rms_norm``, Gemma, fused kernels);
+(a) compute in c, round once to t (the reference, torch ``F.rms_norm``, Gemma, fused and compiled kernels);
 (b) HF-Llama RMSNorm: (x_c·r).to(t) then × w in t — two roundings to t;
 (c) HF/torch SwiGLU and attention in t: every linear output, silu, product, RoPE product and sum, scores,
-    probabilities, attention output and residual sum rounded to t (GEMMs accumulate in ≥ fp32);
+    probabilities, attention output and residual sum rounded to t (GEMMs accumulate in ≥ c);
 (d) float64 maths (t = c = fp64);
-(e) any pairwise / blocked / BLAS summation order.
+(e) **any reduction order** of every sum and dot product in c: sequential, L-lane sequential (any L: inductor's
+    vectorised CPU loops, CUDA/Triton per-thread loops), pairwise / tree, blocked BLAS, split-K, Kahan.
 
-How (one scheme for all components). Each intermediate value v carries two first-order error measures:
+Reductions (Higham, *Accuracy and Stability of Numerical Algorithms*, §3.1, §4.2). A sum of n terms evaluated
+by any binary tree of depth h errs by at most γ_h·Σ|p_k|, γ_k = k·u/(1 − k·u); a dot product adds one
+rounding per product. The deepest tree is the sequential one, h = n − 1, so every order is covered by
 
-* e₁ — the deterministic worst case: Σ of |sensitivity| × |local error| over every rounding (Higham's
-  componentwise analysis). A reduction (torch sum/mean: pairwise/cascade) of n terms errs by at most
-  (⌈log2 n⌉ + 2)·u_c·Σ|p_k|; a GEMM dot product accumulated in runs of m = min(n, 384) sequential FMAs
-  (OpenBLAS/MKL blocking) by (m + ⌈n/m⌉)·u_c·Σ|p_k| (see ``_dot_consts``).
-* e₂ — the probabilistic model of Higham & Mary ("A new approach to probabilistic rounding error
-  analysis", SISC 2019): rounding errors of distinct operations are independent, mean-zero and bounded by
-  u|result|, so their first-order contributions add in quadrature. With |δ| ≤ b_k independent,
-  Hoeffding gives |Σ c_k δ_k| ≤ λ·√(Σ c_k² b_k²) with probability ≥ 1 − 2·exp(−λ²/2). For a sum the node
-  errors δ_node·s_node give Σ_node s_node²: for blocked accumulation (m/2 + n/(2m))·Σp_k² for random signs
-  plus (m²/(3n) + n/(3m))·s² for a common bias (partial sums grow linearly); GPU MMA chains (sequential
-  over n/16 chunks) are covered by the floors n/32 and n/48.
+    any order:  |ŝ − s| ≤ γ_(n−1+m)(u_c)·Σ|p_k|      (m = 1 rounding per product, 0 for given terms)
+    pairwise:   |ŝ − s| ≤ γ_(⌈log2 n⌉+m)(u_c)·Σ|p_k|  (the tight *reference*, reported, never enforced).
 
-Underflow: every operation in c may also err by the smallest normal of c (flush-to-zero included: torch's
-vectorised CPU exp flushes subnormal results), every rounding to t by half its subnormal spacing.
+The any-order constant is deterministic: it holds when the rounding errors correlate (a constant row, a
+same-sign row — Σx² and the softmax denominator always are), where the independence assumption of a
+probabilistic model (Higham & Mary 2019) fails: ``torch.compile``'s 8-lane sequential Σx² of a constant row
+errs 5× beyond the pairwise constant at D = 4096. So every reduction's own error is bounded deterministically.
 
-The pre-rounding error allowed is δ = min(e₁, λ·√e₂) with **λ = 6** (failure probability ≤ 2e⁻¹⁸ ≈ 3·10⁻⁸
-per element under the model; the deterministic e₁ is always a valid first-order bound, so the minimum
-never admits more than the worst case). The final rounding to t then adds half a ULP at the rounded
-value: ``abs = δ + ½·ulp_t(|y| + δ)``; ``ulps = abs / ulp_t(y)``. Where an accepted convention would
-overflow t in an intermediate, the bound of that row is +inf (the overflow is the convention's, not a bug).
+Probabilistic only where the randomness is the verifier's own. The rounding errors e_k of the inputs of a
+linear map y_j = Σ_k W_jk·v_k propagate as Σ_k W_jk·e_k. When the law *drew* W with independent entries of
+symmetric distribution, independently of everything upstream of the map (``random_weights=True``: the laws'
+``strategies.linear_weight`` draws), the signs of W_jk are independent fair coins given |W| and e — whatever
+the e_k are, correlated or adversarial — and Hoeffding gives |Σ_k W_jk e_k| ≤ λ·√(Σ_k W_jk²·ē_k²) for
+bounds |e_k| ≤ ē_k with probability ≥ 1 − 2·exp(−λ²/2) over the draw (λ = 6: 3·10⁻⁸ per element and map).
+The propagated error is then min(Σ_k |W_jk|·ē_k, λ·√(Σ_k W_jk²·ē_k²)). Weights that were not drawn so (the
+exhaustive SiLU gate's identities, user weights, backward passes where the upstream error depends on W)
+propagate deterministically. No other part of any bound relies on independence.
+
+Underflow: every operation in c may also err by the smallest normal of c (flush-to-zero included), every
+rounding to t by half its subnormal spacing. Overflow: where an accepted convention overflows t (or c) in an
+intermediate, the bound of that row is +inf (``Bound.overflow``: the overflow is the convention's, not a bug).
+
+Each intermediate v carries two error bounds: ``ea`` (every accepted order: the pass/fail bound) and ``ep``
+(the same analysis with pairwise reductions: the tight reference). After the last operation the error δ is
+scaled by 1/(1 − n_t·u_t) (second-order terms of n_t roundings to t along a path) and the final rounding to t
+adds half a ULP at the rounded value: ``abs = δ + ½·ulp_t(|y| + δ)``; ``ulps = abs / ulp_t(y)``.
+
+Headroom and accuracy class (reported, never enforced): headroom = max |actual − expected| / abs (≤ 1
+passes); pairwise headroom = max |actual − expected| / pairwise. Order class "pairwise" when the pairwise
+headroom is ≤ 1 (as accurate as the worst case of pairwise reductions), "any order" when only the any-order
+bound holds. :func:`order_class`.
 """
 
 from __future__ import annotations
@@ -46,6 +59,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from golden.formats import fmt
 from properties.numerics import ulp as _ulp
 
 __all__ = [
@@ -53,38 +67,59 @@ __all__ = [
     "Bound",
     "accuracy_class",
     "attention",
+    "between",
     "block",
+    "block_depth_ratio",
+    "block_vjp",
     "compute_dtype",
+    "gamma",
+    "order_class",
+    "reduction_roundings",
     "rmsnorm",
+    "rmsnorm_drift",
+    "rmsnorm_gamma_scaling",
+    "rmsnorm_norm",
+    "rmsnorm_row_sum",
+    "rmsnorm_scale_invariance",
     "rmsnorm_vjp",
     "silu",
+    "silu_gate",
     "swiglu",
+    "swiglu_drift",
+    "swiglu_linearity",
     "swiglu_vjp",
 ]
 
-LAMBDA = 6.0  # Higham–Mary confidence parameter: P(model bound exceeded) ≤ 2·exp(−λ²/2) per element
+LAMBDA = 6.0  # Hoeffding confidence of the random-sign propagation: P(exceeded) ≤ 2·exp(−λ²/2) per element
+U64 = 2.0**-53  # the verifier's own float64 arithmetic (exact invariant values computed in fp64)
+ORDERS = ("any", "pairwise")
 
 
 @dataclasses.dataclass(frozen=True)
 class Bound:
-    """Allowed error per output element: ``abs`` (absolute) and ``ulps`` (in ULPs of dtype at the golden value).
+    """Allowed error per element of one comparison, with the formula that derived it.
 
-    ``formula`` is printed in failure messages: the formula with its symbols and the numbers substituted.
-    ``overflow`` marks elements whose bound is +inf because an accepted convention overflows t in an
-    intermediate (there a non-finite output, NaN included, is the convention's, not a bug).
+    ``abs``       the pass/fail allowance |actual − expected| (every accepted convention and reduction order);
+    ``ulps``      ``abs`` in ULPs of ``dtype`` at the golden value (golden comparisons; None for invariants);
+    ``formula``   printed in failure messages: the formula, its symbols, the numbers substituted;
+    ``dtype``     errors are also measured in ULPs of this dtype (None: a derived quantity, absolute errors);
+    ``overflow``  True where an accepted convention overflows in an intermediate (bound +inf: not judged);
+    ``pairwise``  the tight reference: the same analysis with pairwise reductions (≤ ``abs``; reported only).
     """
 
     abs: np.ndarray
-    ulps: np.ndarray
+    ulps: np.ndarray | None
     formula: str
     component: str = ""
     dtype: torch.dtype | None = None
-    overflow: np.ndarray | None = None  # True where an accepted convention overflows t in an intermediate
+    overflow: np.ndarray | None = None
+    pairwise: np.ndarray | None = None
 
     @property
     def max_ulps(self) -> float:
-        finite = self.ulps[np.isfinite(self.ulps)] if self.ulps.size else self.ulps
-        return float(finite.max()) if finite.size else float("inf") if self.ulps.size else 0.0
+        u = self.ulps if self.ulps is not None else np.zeros(0)
+        finite = u[np.isfinite(u)] if u.size else u
+        return float(finite.max()) if finite.size else float("inf") if u.size else 0.0
 
     @property
     def accuracy(self) -> str:
@@ -107,17 +142,37 @@ def accuracy_class(max_ulp: float) -> str:
     return f"≤ {k:g} ULP"
 
 
+def order_class(headroom: float, pairwise_headroom: float | None) -> str:
+    """ "pairwise" (error within the pairwise reference), "any order" (only within the any-order bound), or
+    "out of bound" (headroom > 1: the law fails)."""
+    if not headroom <= 1.0:
+        return "out of bound"
+    if pairwise_headroom is None or pairwise_headroom <= 1.0:
+        return "pairwise"
+    return "any order"
+
+
+def gamma(k: float, u: float) -> float:
+    """γ_k = k·u / (1 − k·u): the bound on the relative error of k accumulated roundings (Higham §3.1)."""
+    return k * u / (1 - k * u) if k * u < 1 else math.inf
+
+
+def reduction_roundings(n: int, order: str, per_term: int = 0) -> int:
+    """Roundings on the longest path of an n-term sum: n − 1 (any order: the sequential tree is the deepest) or
+    ⌈log2 n⌉ (pairwise), plus ``per_term`` roundings of each term before it is added (1 for a product)."""
+    n = max(int(n), 1)
+    depth = n - 1 if order == "any" else math.ceil(math.log2(n))
+    return depth + per_term
+
+
 def compute_dtype(dtype: Any) -> torch.dtype:
     """c: fp32 for fp16/bf16 storage, else the storage dtype itself."""
-    t = _ulp.as_torch_dtype(dtype)
+    t = fmt(dtype).dtype
     return torch.float32 if t in (torch.float16, torch.bfloat16) else t
 
 
-_NAMES = {torch.float64: "fp64", torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
-
-
 # -------------------------------------------------------------------------------- error propagation
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class _P:
     """Precisions of one evaluation: storage t, compute c."""
 
@@ -129,11 +184,11 @@ class _P:
 
     @property
     def ut(self) -> float:
-        return _ulp.unit_roundoff(self.t)
+        return fmt(self.t).u
 
     @property
     def uc(self) -> float:
-        return _ulp.unit_roundoff(self.c)
+        return fmt(self.c).u
 
     @property
     def narrow(self) -> bool:
@@ -142,67 +197,56 @@ class _P:
     @property
     def tiny_t(self) -> float:
         """Half the subnormal spacing of t: the absolute error of a rounding to t in the subnormal range."""
-        return float(_ulp.ulp(np.zeros(1), self.t)[0]) / 2
+        return fmt(self.t).smallest_subnormal / 2
 
     @property
     def tiny_c(self) -> float:
         """The smallest normal of c: the absolute error of an operation in c that underflows, flush-to-zero
         included (torch's vectorised CPU exp and GPU fast paths flush subnormal results)."""
-        return float(torch.finfo(self.c).smallest_normal)
+        return fmt(self.c).smallest_normal
 
     @property
     def max_t(self) -> float:
-        return float(torch.finfo(self.t).max)
+        return fmt(self.t).max
+
+    @property
+    def name(self) -> str:
+        return f"t={fmt(self.t).name}, c={fmt(self.c).name}"
+
+    def gamma_sum(self, n: int, per_term: int = 0) -> tuple[float, float]:
+        """(any-order, pairwise) relative constants of an n-term sum in c."""
+        return tuple(gamma(reduction_roundings(n, o, per_term), self.uc) for o in ORDERS)  # type: ignore[return-value]
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class _E:
-    """A value with its first-order error measures: e1 (worst case) and e2 (sum of squared independent bounds)."""
+    """A value with its error bounds: ``ea`` (any accepted order) and ``ep`` (pairwise reductions)."""
 
     v: np.ndarray
-    e1: np.ndarray
-    e2: np.ndarray
+    ea: np.ndarray
+    ep: np.ndarray
 
     @staticmethod
-    def exact(v: np.ndarray) -> _E:
+    def exact(v: Any) -> _E:
         v = np.asarray(v, dtype=np.float64)
         return _E(v, np.zeros_like(v), np.zeros_like(v))
 
+    def map(self, f: Any) -> _E:
+        """The same transformation (reshape, repeat, slice) of the value and both bounds."""
+        return _E(f(self.v), f(self.ea), f(self.ep))
 
-def _depth(n: int) -> int:
-    """⌈log2 n⌉ + 2: the pairwise/cascade error constant of an n-term reduction (torch sum/mean, see above)."""
-    return math.ceil(math.log2(max(n, 1))) + 2
-
-
-BLAS_BLOCK = 384  # m: the longest sequential (FMA) accumulation run of a blocked GEMM (OpenBLAS/MKL kc ≤ 384)
-
-
-def _dot_consts(n: int) -> tuple[float, float, float]:
-    """Constants of an n-term dot product accumulated by a blocked GEMM (runs of m = min(n, 384) sequential FMAs,
-    then the ⌈n/m⌉ block sums in sequence) or by a GEMV / GPU MMA chain (sequential in ≥ 4 lanes):
-
-    * worst case: |error| ≤ k1·u_c·Σ|p_k|, k1 = max(m + ⌈n/m⌉, ⌈n/4⌉ + 2) (sequential depth of the order)
-    * quadrature: Σ_nodes s_node² ≈ (m/2 + n/(2m))·Σp_k² (random signs)
-                                   + (m²/(3n) + n/(3m))·s²  (a common bias μ = s/n: partial sums k·μ)
-      with floors n/8 and n/12: a GEMV accumulating sequentially in 4 SIMD lanes (measured: torch's fp64
-      (4 × 1024) @ (1024 × 2816) reaches 0.7 of the bound without the floor)
-      → e₂ = u_c²·(k2·Σp_k² + k3·s²)
-    """
-    m = max(1, min(n, BLAS_BLOCK))
-    k1 = max(m + math.ceil(n / m), math.ceil(n / 4) + 2)
-    k2 = max(m / 2 + n / (2 * m), n / 8)
-    k3 = max(m * m / (3 * n) + n / (3 * m), n / 12)
-    return float(k1), float(k2), float(k3)
+    def plus_error(self, a: Any, p: Any = None) -> _E:
+        """Add own errors: ``a`` to the any-order bound and ``p`` (default: the same) to the pairwise one."""
+        return _E(self.v, self.ea + a, self.ep + (a if p is None else p))
 
 
 def _round(a: _E, u: float, tiny: float = 0.0) -> _E:
     """One rounding with unit roundoff u (and absolute error ≤ tiny in the subnormal range)."""
-    loc = u * np.abs(a.v) + tiny
-    return _E(a.v, a.e1 + loc, a.e2 + loc**2)
+    return a.plus_error(u * np.abs(a.v) + tiny)
 
 
 def _op(a: _E, p: _P, k: float = 1.0) -> _E:
-    """k roundings in the compute precision c (each ≤ u_c·|v|, or half a subnormal spacing when it underflows)."""
+    """k roundings in the compute precision c (each ≤ u_c·|v|, or the smallest normal of c when it underflows)."""
     return _round(a, k * p.uc, k * p.tiny_c)
 
 
@@ -212,45 +256,57 @@ def _to_t(a: _E, p: _P) -> _E:
 
 
 def _mul(a: _E, b: _E) -> _E:
-    return _E(a.v * b.v, np.abs(b.v) * a.e1 + np.abs(a.v) * b.e1, b.v**2 * a.e2 + a.v**2 * b.e2)
+    ab, bb = np.abs(a.v), np.abs(b.v)
+    return _E(a.v * b.v, bb * a.ea + ab * b.ea, bb * a.ep + ab * b.ep)
 
 
 def _add(a: _E, b: _E) -> _E:
-    return _E(a.v + b.v, a.e1 + b.e1, a.e2 + b.e2)
+    return _E(a.v + b.v, a.ea + b.ea, a.ep + b.ep)
 
 
 def _fn(a: _E, value: np.ndarray, deriv: np.ndarray) -> _E:
     """y = f(a) with |f'(a)| = deriv (first order)."""
     d = np.abs(deriv)
-    return _E(value, d * a.e1, d**2 * a.e2)
+    return _E(value, d * a.ea, d * a.ep)
+
+
+def _mix(e: np.ndarray, W: np.ndarray, random_weights: bool) -> np.ndarray:
+    """Bound on |W e| given |e| ≤ ``e`` elementwise (rows of W mix the last axis of e): Σ|W|·e, or, for weights
+    drawn with independent symmetric signs, min(Σ|W|·e, λ·√(Σ W²·e²)) (Hoeffding over the signs of W)."""
+    det = e @ np.abs(W).T
+    if not random_weights:
+        return det
+    with np.errstate(over="ignore", invalid="ignore"):
+        prob = LAMBDA * np.sqrt((e * e) @ (W * W).T)
+    return np.minimum(det, np.where(np.isnan(prob), np.inf, prob))
 
 
 def _contract(a: _E, b: _E, spec: str, n: int, p: _P) -> _E:
-    """y = einsum(spec, a, b) summing n products, computed in c (pairwise/blocked): propagated + own errors."""
+    """y = einsum(spec, a, b) summing n products in c in any order: propagated errors (deterministic) + own."""
     ein = np.einsum
-    v = ein(spec, a.v, b.v)
     absa, absb = np.abs(a.v), np.abs(b.v)
-    k1, k2, k3 = _dot_consts(n)
-    e1 = ein(spec, a.e1, absb) + ein(spec, absa, b.e1) + k1 * p.uc * ein(spec, absa, absb) + 2 * n * p.tiny_c
-    sq = ein(spec, a.v**2, b.v**2)
-    e2 = ein(spec, a.e2, b.v**2) + ein(spec, a.v**2, b.e2) + p.uc**2 * (k2 * sq + k3 * v**2) + 4 * n * p.tiny_c**2
-    return _E(v, e1, e2)
+    ga, gp = p.gamma_sum(n, per_term=1)
+    mag = ein(spec, absa, absb)
+    under = 2 * n * p.tiny_c
+    ea = ein(spec, a.ea, absb) + ein(spec, absa, b.ea) + ga * mag + under
+    ep = ein(spec, a.ep, absb) + ein(spec, absa, b.ep) + gp * mag + under
+    return _E(ein(spec, a.v, b.v), ea, ep)
 
 
-def _linear(a: _E, W: np.ndarray, p: _P) -> _E:
-    """y = a Wᵀ (nn.Linear), accumulated in c, then possibly rounded to t."""
+def _linear(a: _E, W: np.ndarray, p: _P, random_weights: bool = False) -> _E:
+    """y = a Wᵀ (nn.Linear): the input errors mixed by W (see :func:`_mix`), the D-term dot products accumulated
+    in c in any order (deterministic), then possibly rounded to t."""
     n = W.shape[1]
-    v = a.v @ W.T
-    aW = np.abs(W)
-    W2 = W**2
-    k1, k2, k3 = _dot_consts(n)
-    e1 = a.e1 @ aW.T + k1 * p.uc * (np.abs(a.v) @ aW.T) + 2 * n * p.tiny_c  # + underflow of products and sums
-    e2 = a.e2 @ W2.T + p.uc**2 * (k2 * ((a.v**2) @ W2.T) + k3 * v**2) + 4 * n * p.tiny_c**2
-    return _to_t(_E(v, e1, e2), p)
+    ga, gp = p.gamma_sum(n, per_term=1)
+    mag = np.abs(a.v) @ np.abs(W).T
+    under = 2 * n * p.tiny_c  # underflow of the products and partial sums
+    ea = _mix(a.ea, W, random_weights) + ga * mag + under
+    ep = _mix(a.ep, W, random_weights) + gp * mag + under
+    return _to_t(_E(a.v @ W.T, ea, ep), p)
 
 
 def _rmsnorm_e(x: _E, w: np.ndarray, eps: float, p: _P) -> tuple[_E, np.ndarray]:
-    """RMSNorm in c with the (a)/(b) conventions; returns (y, r). x may carry errors (Jacobian propagation)."""
+    """RMSNorm in c with the (a)/(b) conventions; returns (y, overflow rows). x may carry errors."""
     D = x.v.shape[-1]
     xv = x.v
     S = np.sum(xv**2, axis=-1, keepdims=True)
@@ -259,25 +315,26 @@ def _rmsnorm_e(x: _E, w: np.ndarray, eps: float, p: _P) -> tuple[_E, np.ndarray]
     with np.errstate(all="ignore"):
         r = 1.0 / np.sqrt(v)
         rho = np.where(v > 0, ms / v, 0.0)  # sensitivity of r to a relative error of the mean square
-    # relative error of r: ½(sum of squares γ_D + 1/D scaling)·ρ + ½(eps rounded to c + the add) + rsqrt (2 u_c)
-    rel_r = 0.5 * (_depth(D) * p.uc) * rho + 0.5 * p.uc * (1 + (1 - rho)) + 2 * p.uc
+        under = np.where(v > 0, p.tiny_c / v, np.inf)  # squares (and their sum) that underflow in c
+    # Σx²/D in any order: D squares + D − 1 additions + the 1/D scaling (once, or per term) on the longest path
+    rel_r = []
+    for order in ORDERS:
+        g = gamma(reduction_roundings(D, order, per_term=2), p.uc)
+        # ½(relative error of ms)·ρ + ½(eps rounded to c + the addition) + rsqrt (1/√: 2 u_c)
+        rel_r.append(0.5 * g * rho + 0.5 * under + 0.5 * p.uc * (2 - rho) + 2 * p.uc)
     with np.errstate(all="ignore"):
         y = xv * r * w
-    ay = np.abs(y)
-    # own rounding: x·r (u_c), ·w (u_c); conventions (b): x·r rounded to t, then ·w rounded (final rounding separate)
-    own1 = (
-        (rel_r + 2 * p.uc) * ay
-        + 2 * p.tiny_c * (1 + np.abs(w))
-        + ((p.ut * ay + p.tiny_t * np.abs(w)) if p.narrow else 0.0)
-    )
-    own2 = own1**2  # the row-common r error is coherent within the row: keep it as one source per element
-    # propagated input error: ∂y_i/∂x_j = r w_i (δ_ij − x_i x_j r²/D)
-    with np.errstate(all="ignore"):
-        c1 = np.sum(np.abs(xv) * x.e1, axis=-1, keepdims=True) * r**2 / D
-        c2 = np.sum(xv**2 * x.e2, axis=-1, keepdims=True) * r**4 / D**2
-        e1 = np.abs(r * w) * (x.e1 + np.abs(xv) * c1) + own1
-        e2 = (r * w) ** 2 * (x.e2 + xv**2 * c2) + own2
-    return _E(y, np.nan_to_num(e1, nan=np.inf), np.nan_to_num(e2, nan=np.inf)), r
+        ay = np.abs(y)
+        # own rounding: x·r (u_c), ·w (u_c); convention (b): x·r rounded to t, then ·w (final rounding separate)
+        extra = 2 * p.tiny_c * (1 + np.abs(w)) + ((p.ut * ay + p.tiny_t * np.abs(w)) if p.narrow else 0.0)
+        # propagated input error: ∂y_i/∂x_j = r w_i (δ_ij − x_i x_j r²/D)
+        rw = np.abs(r * w)
+        out = []
+        for rel, e in zip(rel_r, (x.ea, x.ep), strict=True):
+            cross = np.sum(np.abs(xv) * e, axis=-1, keepdims=True) * r**2 / D
+            out.append(np.nan_to_num(rw * (e + np.abs(xv) * cross) + (rel + 2 * p.uc) * ay + extra, nan=np.inf))
+    overflow = (S * (1 + D * p.uc) > fmt(p.c).max)[..., 0]  # Σx² overflows c: an accepted convention returns 0
+    return _E(y, out[0], out[1]), overflow
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
@@ -292,17 +349,16 @@ def _silu_e(g: _E, p: _P) -> tuple[_E, np.ndarray]:
     s = g.v * sig
     ds = sig * (1 + g.v * (1 - sig))
     s_e = _op(_fn(g, s, ds), p, 4.0)
-    under = 2 * np.abs(g.v) * p.tiny_c  # e^(−|z|) may underflow (or flush) in c: silu off by ≤ |z|·tiny_c
-    s_e = _E(s_e.v, s_e.e1 + under, s_e.e2 + under**2)
+    s_e = s_e.plus_error(2 * np.abs(g.v) * p.tiny_c)  # e^(−|z|) may underflow (or flush) in c: ≤ |z|·tiny_c
     return _to_t(s_e, p), sig
 
 
-def _swiglu_e(x: _E, Wg: np.ndarray, Wu: np.ndarray, Wd: np.ndarray, p: _P) -> tuple[_E, dict[str, Any]]:
-    g = _linear(x, Wg, p)
-    u = _linear(x, Wu, p)
+def _swiglu_e(x: _E, Wg: np.ndarray, Wu: np.ndarray, Wd: np.ndarray, p: _P, rnd: bool) -> tuple[_E, dict[str, Any]]:
+    g = _linear(x, Wg, p, rnd)
+    u = _linear(x, Wu, p, rnd)
     s, sig = _silu_e(g, p)
     h = _to_t(_op(_mul(s, u), p), p)
-    y = _linear(h, Wd, p)
+    y = _linear(h, Wd, p, rnd)
     return y, {"g": g, "u": u, "s": s, "sig": sig, "h": h}
 
 
@@ -312,28 +368,30 @@ def _finish(
     component: str,
     formula_core: str,
     shape_note: str,
+    *,
+    roundings_t: int = 1,
     overflow: np.ndarray | None = None,
-    golden_value: np.ndarray | None = None,
 ) -> Bound:
-    """δ = min(e1, λ√e2); abs = δ + ½·ulp_t(|y| + δ); ulps at the golden value."""
-    with np.errstate(all="ignore"):
-        delta = np.minimum(y.e1, LAMBDA * np.sqrt(y.e2))
-        delta = np.where(np.isnan(delta), np.inf, delta)
-        yv = y.v if golden_value is None else golden_value
-        spacing_out = _ulp.ulp(np.abs(yv) + np.where(np.isfinite(delta), delta, 0.0), p.t)
-        spacing_y = _ulp.ulp(yv, p.t)
-        ab = delta + 0.5 * spacing_out  # (½·2^-1074 underflows to 0 in float64: ulps below is computed apart)
-        ulps = delta / spacing_y + 0.5 * (spacing_out / spacing_y)
-        if overflow is not None:
-            ab = np.where(overflow, np.inf, ab)
-            ulps = np.where(overflow, np.inf, ulps)
+    """δ scaled for second-order terms; abs = δ + ½·ulp_t(|y| + δ); ulps at y (the golden value to first order)."""
+    second = 1.0 / (1.0 - roundings_t * p.ut - 64 * p.uc)
+
+    def total(e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        with np.errstate(all="ignore"):
+            delta = np.where(np.isnan(e), np.inf, e * second)
+            spacing_out = _ulp.ulp(np.abs(y.v) + np.where(np.isfinite(delta), delta, 0.0), p.t)
+            spacing_y = _ulp.ulp(y.v, p.t)
+            ab = delta + 0.5 * spacing_out  # (½·2^-1074 underflows to 0 in float64: ulps is computed apart)
+            ulps = delta / spacing_y + 0.5 * (spacing_out / spacing_y)
+            if overflow is not None:
+                ab, ulps = np.where(overflow, np.inf, ab), np.where(overflow, np.inf, ulps)
+        return ab, ulps
+
+    ab, ulps = total(y.ea)
+    pw, _ = total(y.ep)
     mx = float(np.max(ulps[np.isfinite(ulps)])) if np.isfinite(ulps).any() else float("inf")
-    formula = (
-        f"{formula_core} = max {mx:.4g} ULP ({accuracy_class(mx)}) "
-        f"[{component}, t={_NAMES[p.t]}, c={_NAMES[p.c]}, {shape_note}]"
-    )
+    formula = f"{formula_core} = max {mx:.4g} ULP ({accuracy_class(mx)}) [{component}, {p.name}, {shape_note}]"
     ov = None if overflow is None else np.broadcast_to(np.asarray(overflow, dtype=bool), ab.shape).copy()
-    return Bound(ab, ulps, formula, component, p.t, ov)
+    return Bound(ab, ulps, formula, component, p.t, ov, pw)
 
 
 def _exact(t: Any) -> np.ndarray:
@@ -352,27 +410,114 @@ def _row_overflow(vals: list[np.ndarray], p: _P, rows: tuple[int, ...]) -> np.nd
 
 
 # ---------------------------------------------------------------------------------------- RMSNorm
+RMSNORM_FORMULA = (
+    "0.5 + [½γ_(D+1)ρ + ½(2−ρ)u_c + 4u_c]·|y| + [t≠c]·u_t·|y|, γ_(D+1) = (D+1)u_c/(1−(D+1)u_c) "
+    "(Σx²/D in any order; pairwise reference γ_(⌈log2 D⌉+2))"
+)
+
+
 def rmsnorm(x: Any, weight: Any, eps: float, dtype: Any) -> Bound:
     """Bound for RMSNorm y = x·r·w, r = (Σx²/D + ε)^(-1/2), output in dtype t (compute in c).
 
-    Derivation (first order, relative to |y_i|): the positive sum Σx² in c errs by ≤ (⌈log2 D⌉ + 2)·u_c
-    (pairwise/blocked); r = (S/D + ε)^(-1/2) halves it and scales it by ρ = ms/(ms + ε) ≤ 1 (ε-dominated
-    rows are insensitive); ε rounded to c and the addition add ½u_c(2 − ρ); rsqrt (or 1/√) 2u_c; x·r and ·w
-    one u_c each. Convention (b) rounds x·r to t: + u_t·|y| (t ≠ c). The final rounding: ½ ULP.
+    Derivation (first order, relative to |y_i|): Σx²/D in c errs by ≤ γ_(D+1)(u_c) in any order (D squares,
+    D − 1 additions on the sequential path, the 1/D scaling); r halves it and scales it by ρ = ms/(ms + ε) ≤ 1
+    (ε-dominated rows are insensitive); ε rounded to c and the addition add ½u_c(2 − ρ); rsqrt (or 1/√) 2u_c;
+    x·r and ·w one u_c each. Convention (b) rounds x·r to t: + u_t·|y| (t ≠ c). The final rounding: ½ ULP.
 
-        |ŷ − y| ≤ [½(⌈log2 D⌉+2)ρ + ½(2 − ρ) + 4]·u_c·|y| + [t ≠ c]·u_t·|y| + ½·ulp_t(|y| + δ)
+        |ŷ − y| ≤ [½γ_(D+1)ρ + ½(2 − ρ)u_c + 4u_c]·|y| + [t ≠ c]·u_t·|y| + ½·ulp_t(|y| + δ)
+
+    Rows whose Σx² overflows c are not judged (``overflow``: every accepted convention returns 0 there).
     """
-    p = _P(_ulp.as_torch_dtype(dtype))
+    p = _P(fmt(dtype).dtype)
     X, w = _exact(x), _exact(weight)
     D = X.shape[-1]
-    y, _ = _rmsnorm_e(_E.exact(X), w, float(eps), p)
-    two = f" + u_{_NAMES[p.t]}·|y| (HF: x·r rounded to {_NAMES[p.t]})" if p.narrow else ""
-    core = (
-        f"0.5 + [½(⌈log2 D⌉+2)ρ + ½(2−ρ) + 4]·u_{_NAMES[p.c]}·|y|{two} "
-        f"= 0.5 + {(0.5 * _depth(D) + 5) * p.uc / p.ut:.3g}·|y|/ulp_t" + (" + |y|/ulp_t" if p.narrow else "")
-    )
-    ov = _row_overflow([y.v], p, X.shape[:-1])[..., None] & np.ones(X.shape, dtype=bool)
-    return _finish(y, p, "rmsnorm", core, f"D={D}", overflow=ov)
+    y, sq_over = _rmsnorm_e(_E.exact(X), w, float(eps), p)
+    ov = (_row_overflow([y.v], p, X.shape[:-1]) | sq_over)[..., None] & np.ones(X.shape, dtype=bool)
+    return _finish(y, p, "rmsnorm", RMSNORM_FORMULA, f"D={D}", roundings_t=1, overflow=ov)
+
+
+def between(a: Bound, b: Bound | None = None, *, formula: str | None = None) -> Bound:
+    """Two results that are each within their own bound of one exact value differ by at most a + b (b = a if
+    omitted: "2·bound"). ULPs are those of ``a.dtype``; not judged where either is not."""
+    b = a if b is None else b
+    pw = None if a.pairwise is None or b.pairwise is None else a.pairwise + b.pairwise
+    ov = None if a.overflow is None and b.overflow is None else _either(a.overflow, b.overflow, a.abs.shape)
+    text = formula or (f"2·({a.formula})" if b is a else f"({a.formula}) + ({b.formula})")
+    return Bound(a.abs + b.abs, None, text, a.component, a.dtype, ov, pw)
+
+
+def _either(m1: np.ndarray | None, m2: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
+    out = np.zeros(shape, dtype=bool)
+    for m in (m1, m2):
+        if m is not None:
+            out |= np.broadcast_to(m, shape)
+    return out
+
+
+def _rows(a: np.ndarray) -> np.ndarray:
+    return a.reshape(-1, a.shape[-1])
+
+
+def rmsnorm_norm(x: Any, eps: float, dtype: Any) -> Bound:
+    """Bound on |‖y‖₂ − √(D·ms/(ms+ε))| per row for γ = 1: ‖bounds.rmsnorm of the row‖₂ (triangle inequality:
+    |‖ŷ‖ − ‖y‖| ≤ ‖ŷ − y‖) + 4(D+2)·u_64·√(D·ms/(ms+ε)) (the verifier's fp64 norm and mean square)."""
+    X = _rows(_exact(x))
+    D = X.shape[-1]
+    b = rmsnorm(X, np.ones(D), eps, dtype)
+    ms = (X * X).mean(axis=-1)
+    slack = 4 * (D + 2) * U64 * np.sqrt(D * ms / (ms + eps))
+    with np.errstate(invalid="ignore"):
+        norms = [np.linalg.norm(e, axis=-1) + slack for e in (b.abs, b.pairwise)]
+    ov = b.overflow.any(axis=-1) if b.overflow is not None else None
+    text = f"‖bound of the row‖₂ + 4(D+2)·u_64·√(D·ms/(ms+eps)), bound: {b.formula}"
+    return Bound(np.where(ov, np.inf, norms[0]), None, text, "rmsnorm", None, ov, norms[1])
+
+
+def rmsnorm_scale_invariance(x: Any, weight: Any, eps: float, log2_alpha: int, dtype: Any) -> Bound:
+    """Bound on |f(α·x) − f(x)|, α = 2^k: b(x) + b(αx) + the exact change |xγ|·|(ms+ε/α²)^-½ − (ms+ε)^-½|.
+
+    The change is evaluated without cancellation, (v₂ − v₁)/(√v₁√v₂(√v₁ + √v₂)) with v₂ − v₁ = ε(1 − α⁻²), and
+    carries (D + 8)·u_64 for the verifier's own fp64 arithmetic."""
+    X, w = _exact(x), _exact(weight)
+    alpha = 2.0**log2_alpha
+    b, ba = rmsnorm(X, w, eps, dtype), rmsnorm(X * alpha, w, eps, dtype)
+    ms = (X * X).mean(axis=-1, keepdims=True)
+    v1, v2 = ms + eps / alpha**2, ms + eps
+    with np.errstate(all="ignore"):
+        change = eps * (1 - alpha**-2) / (np.sqrt(v1) * np.sqrt(v2) * (np.sqrt(v1) + np.sqrt(v2)))
+        drift = np.abs(X * w) * change * (1 + (X.shape[-1] + 8) * U64)
+    s = between(b, ba)
+    text = f"b(x) + b(αx) + |xγ|·|(ms+eps/α²)^-½ − (ms+eps)^-½|, b: {b.formula}"
+    return Bound(s.abs + drift, None, text, "rmsnorm", s.dtype, s.overflow, s.pairwise + drift)
+
+
+def rmsnorm_gamma_scaling(x: Any, weight: Any, eps: float, dtype: Any) -> Bound:
+    """Bound on |f_γ(x) − γ⊙f_1(x)|: b_γ + |γ|·b_1 + u_64·|γ|·(|x·r| + b_1) (the verifier's fp64 product γ⊙f_1)."""
+    X, w = _exact(x), _exact(weight)
+    bg, b1 = rmsnorm(X, w, eps, dtype), rmsnorm(X, np.ones_like(w), eps, dtype)
+    r = 1 / np.sqrt((X * X).mean(axis=-1, keepdims=True) + eps)
+    aw = np.abs(w)
+    prod = U64 * aw * (np.abs(X) * r + b1.abs)
+    pw = bg.pairwise + aw * b1.pairwise + prod
+    ov = _either(bg.overflow, b1.overflow, X.shape)
+    return Bound(bg.abs + aw * b1.abs + prod, None, f"b_γ + |γ|·b_1, b: {bg.formula}", "rmsnorm", bg.dtype, ov, pw)
+
+
+def rmsnorm_row_sum(x: Any, eps: float, dtype: Any) -> Bound:
+    """Bound on |Σ_i y_i − Σ_i x_i/√(ms+ε)| per row (γ = 1): Σ_i bound_i + 4(D+2)·u_64·Σ|x|/√(ms+ε) (fp64 sums)."""
+    X = _rows(_exact(x))
+    D = X.shape[-1]
+    b = rmsnorm(X, np.ones(D), eps, dtype)
+    slack = 4 * (D + 2) * U64 * np.abs(X).sum(axis=-1) / np.sqrt((X * X).mean(axis=-1) + eps)
+    ov = b.overflow.any(axis=-1) if b.overflow is not None else None
+    sums = [np.where(ov, np.inf, e.sum(axis=-1) + slack) for e in (b.abs, b.pairwise)]
+    text = f"Σ_i bound_i + 4(D+2)·u_64·Σ|x|/√(ms+eps), bound: {b.formula}"
+    return Bound(sums[0], None, text, "rmsnorm", None, ov, sums[1])
+
+
+def rmsnorm_drift(x: Any, weight: Any, eps: float) -> Bound:
+    """Bound on |f_bf16(x) − f_fp32(x)| for bf16 x and γ: b_bf16 + b_fp32 (both against one golden), in bf16 ULPs."""
+    return between(rmsnorm(x, weight, eps, torch.bfloat16), rmsnorm(x, weight, eps, torch.float32))
 
 
 def rmsnorm_vjp(x: Any, weight: Any, eps: float, grad_out: Any, dtype: Any) -> tuple[Bound, Bound]:
@@ -380,10 +525,10 @@ def rmsnorm_vjp(x: Any, weight: Any, eps: float, grad_out: Any, dtype: Any) -> t
 
     Derivation: autograd in c (or in t for HF's bf16 multiply: the products g·w and g·(x·r) may be rounded
     to t); r carries the forward relative error (see :func:`rmsnorm`), r³ three times it; A is a D-term dot
-    product (γ_D, quadrature model); the two terms of dx are bounded separately (they may cancel); dw sums
-    N rows (γ_N). Final rounding ½ ULP each.
+    product and dw an N-term sum, both in any order (γ_(D), γ_(N)); the two terms of dx are bounded
+    separately (they may cancel). Deterministic throughout (the cotangent mixes errors that depend on it).
     """
-    p = _P(_ulp.as_torch_dtype(dtype))
+    p = _P(fmt(dtype).dtype)
     X, w, G = _exact(x), _exact(weight), _exact(grad_out)
     D = X.shape[-1]
     xs = _E.exact(X)
@@ -392,53 +537,52 @@ def rmsnorm_vjp(x: Any, weight: Any, eps: float, grad_out: Any, dtype: Any) -> t
         v = S / D + eps
         r = 1.0 / np.sqrt(v)
         rho = np.where(v > 0, (S / D) / v, 0.0)
-    rel_r = 0.5 * _depth(D) * p.uc * rho + 0.5 * p.uc * (2 - rho) + 2 * p.uc
-    r_e = _E(r, rel_r * r, (rel_r * r) ** 2)
+    rel = [0.5 * gamma(reduction_roundings(D, o, 2), p.uc) * rho + 0.5 * p.uc * (2 - rho) + 2 * p.uc for o in ORDERS]
+    r_e = _E(r, rel[0] * r, rel[1] * r)
     gw = _to_t(_op(_mul(_E.exact(G), _E.exact(w)), p), p)
-    A = _contract(gw, xs, "...j,...j->...", D, p)
-    A = _E(A.v[..., None], A.e1[..., None], A.e2[..., None])
+    A = _contract(gw, xs, "...j,...j->...", D, p).map(lambda a: a[..., None])
     r3 = _op(_mul(_mul(r_e, r_e), r_e), p, 2)
     term1 = _op(_mul(r_e, gw), p)
-    coef = _op(_mul(r3, A), p, 2)
-    term2 = _op(_mul(coef, xs), p)
-    term2 = _E(term2.v / D, term2.e1 / D, term2.e2 / D**2)
-    dx = _to_t(_op(_E(term1.v - term2.v, term1.e1 + term2.e1, term1.e2 + term2.e2), p), p)
+    term2 = _op(_mul(_op(_mul(r3, A), p, 2), xs), p).map(lambda a: a / D)
+    dx = _to_t(_op(_E(term1.v - term2.v, term1.ea + term2.ea, term1.ep + term2.ep), p), p)
     xr = _to_t(_op(_mul(xs, r_e), p), p)
     gxr = _to_t(_op(_mul(_E.exact(G), xr), p), p)
     N = int(np.prod(X.shape[:-1]))
-    flat = _E(gxr.v.reshape(-1, D), gxr.e1.reshape(-1, D), gxr.e2.reshape(-1, D))
+    flat = gxr.map(lambda a: a.reshape(-1, D))
     dw = _contract(flat, _E.exact(np.ones(flat.v.shape[0])), "nd,n->d", max(N, 1), p)
-    core = "0.5 + min(e₁, λ√e₂), λ=6: first-order propagation of u_c, u_t roundings through dx = r·w⊙g − r³/D·x·A"
+    core = "0.5 + δ: first-order propagation of u_c, u_t roundings through dx = r·w⊙g − r³/D·x·A (any order)"
     return (
-        _finish(dx, p, "rmsnorm_vjp.dx", core, f"D={D}"),
-        _finish(dw, p, "rmsnorm_vjp.dw", "0.5 + min(e₁, λ√e₂), λ=6: Σ_rows g⊙x·r with γ_N", f"D={D}, N={N}"),
+        _finish(dx, p, "rmsnorm_vjp.dx", core, f"D={D}", roundings_t=4),
+        _finish(dw, p, "rmsnorm_vjp.dw", "0.5 + δ: Σ_rows g⊙x·r, γ_N (any order)", f"D={D}, N={N}", roundings_t=4),
     )
 
 
 # ----------------------------------------------------------------------------------------- SwiGLU
-def swiglu(x: Any, w_gate: Any, w_up: Any, w_down: Any, dtype: Any) -> Bound:
+def swiglu(x: Any, w_gate: Any, w_up: Any, w_down: Any, dtype: Any, *, random_weights: bool = False) -> Bound:
     """Bound for SwiGLU y = W_d h, h = silu(g)⊙u, g = W_g x, u = W_u x, output in t.
 
-    Derivation (first order, per output j): with e(v) the error measures of an intermediate,
-      e(g) = γ_D-term of the D-products (accumulated in c) + [t≠c]·u_t|g|   (the same for u),
-      e(s) = |silu'(g)|·e(g) + 4u_c|s| + [t≠c]·u_t|s|,   silu'(z) = σ(z)(1 + z(1 − σ(z))),
-      e(h) = |u|·e(s) + |s|·e(u) + u_c|h| + [t≠c]·u_t|h|,
-      e(y) = Σ_k |W_d,jk|·e(h_k) (worst case e₁) or √Σ_k W_d,jk²·e₂(h_k) (quadrature e₂) + γ_F-term,
-    then δ = min(e₁, λ√e₂), λ = 6, and ½ ULP for the final rounding (see the module docstring).
+    Derivation (first order, per output j): with ē(v) the error bound of an intermediate,
+      ē(g) = γ_D·(|W_g||x|) (D products in any order, in c) + [t≠c]·u_t|g|   (the same for u),
+      ē(s) = |silu'(g)|·ē(g) + 4u_c|s| + [t≠c]·u_t|s|,   silu'(z) = σ(z)(1 + z(1 − σ(z))),
+      ē(h) = |u|·ē(s) + |s|·ē(u) + u_c|h| + [t≠c]·u_t|h|,
+      ē(y) = mix(W_d, ē(h)) + γ_F·(|W_d||h|),
+    mix(W, ē) = Σ_k |W_jk|·ē_k, or min(that, λ√Σ_k W_jk²ē_k²) for weights drawn with independent symmetric
+    signs (``random_weights``; see the module docstring); then ½ ULP for the final rounding.
     """
-    p = _P(_ulp.as_torch_dtype(dtype))
+    p = _P(fmt(dtype).dtype)
     X, Wg, Wu, Wd = _exact(x), _exact(w_gate), _exact(w_up), _exact(w_down)
     D, F = X.shape[-1], Wg.shape[0]
     X2 = X.reshape(-1, D)
-    y, t = _swiglu_e(_E.exact(X2), Wg, Wu, Wd, p)
+    y, t = _swiglu_e(_E.exact(X2), Wg, Wu, Wd, p, random_weights)
     ov = _row_overflow([t["g"].v, t["u"].v, t["h"].v, y.v], p, (X2.shape[0],))
-    y = _E(y.v.reshape(*X.shape[:-1], D), y.e1.reshape(*X.shape[:-1], D), y.e2.reshape(*X.shape[:-1], D))
+    y = y.map(lambda a: a.reshape(*X.shape[:-1], D))
     ov = np.broadcast_to(ov.reshape(*X.shape[:-1], 1), y.v.shape)
+    mix = f"mix λ={LAMBDA:g} over random signs" if random_weights else "mix Σ|W|ē (deterministic)"
     core = (
-        f"0.5 + min(e₁, λ√e₂), λ={LAMBDA:g}; e from γ_D=(⌈log2 D⌉+2)u_c, γ_F=(⌈log2 F⌉+2)u_c, silu 4u_c, "
-        f"roundings of g,u,silu,h to t (u_t={p.ut:.3g}, u_c={p.uc:.3g})"
+        f"0.5 + δ; γ_D, γ_F any order (pairwise reference ⌈log2⌉), silu 4u_c, roundings of g,u,silu,h to t "
+        f"(u_t={p.ut:.3g}, u_c={p.uc:.3g}), {mix}"
     )
-    return _finish(y, p, "swiglu", core, f"D={D}, F={F}", overflow=ov)
+    return _finish(y, p, "swiglu", core, f"D={D}, F={F}", roundings_t=6, overflow=ov)
 
 
 def silu(z: Any, dtype: Any) -> Bound:
@@ -447,30 +591,77 @@ def silu(z: Any, dtype: Any) -> Bound:
     σ(z) to t first: + u_t·|s| (t ≠ c); ½ ULP for the final rounding. A formula that cancels
     (1 − 1/(1 + e^z) for z ≪ 0) exceeds it.
     """
-    p = _P(_ulp.as_torch_dtype(dtype))
+    p = _P(fmt(dtype).dtype)
     Z = _exact(z)
-    s, _ = _silu_e(_E.exact(Z), _P(p.c))
-    if p.narrow:  # σ(z) rounded to t before the product (z·sigmoid(z) in t): |z|·(u_t·σ + subnormal half-spacing)
-        loc = p.ut * np.abs(s.v) + np.abs(Z) * p.tiny_t
-        s = _E(s.v, s.e1 + loc, s.e2 + loc**2)
-    two = f" + u_{_NAMES[p.t]}·|silu(z)| + |z|·ulp_t(0)/2 (σ rounded to t)" if p.narrow else ""
-    return _finish(s, p, "silu", f"0.5 + 4·u_{_NAMES[p.c]}·|silu(z)|{two}", f"n={Z.size}")
+    s = _sigma_rounded(_silu_e(_E.exact(Z), _P(p.c))[0], Z, p)
+    two = f" + u_{fmt(p.t).name}·|silu(z)| + |z|·ulp_t(0)/2 (σ rounded to t)" if p.narrow else ""
+    return _finish(s, p, "silu", f"0.5 + 4·u_{fmt(p.c).name}·|silu(z)|{two}", f"n={Z.size}", roundings_t=2)
+
+
+def _sigma_rounded(s: _E, Z: np.ndarray, p: _P) -> _E:
+    """σ(z) rounded to t before the product z·σ(z) (z * sigmoid(z) in t): |z|·(u_t·σ + subnormal half-spacing)."""
+    return s.plus_error(p.ut * np.abs(s.v) + np.abs(Z) * p.tiny_t) if p.narrow else s
+
+
+def silu_gate(x: Any, dtype: Any) -> Bound:
+    """Bound for the exhaustive gate law y = silu(x)·x (SwiGLU with F = D = 1 and identity weights: g = u = x
+    exactly): silu in c (4u_c, and underflow — e^(−x) overflowing fp32 for x < −88.7 makes torch's silu 0,
+    inside the |x|·tiny_c term), σ and silu possibly rounded to t, the product in c (u_c), ½ ULP final rounding.
+    Identity weights are not random: nothing here is probabilistic."""
+    p = _P(fmt(dtype).dtype)
+    X = _exact(x)
+    s = _sigma_rounded(_silu_e(_E.exact(X), p)[0], X, p)
+    y = _op(_mul(s, _E.exact(X)), p)
+    core = f"0.5 + (4u_c + ≤2u_t)·|silu(x)·x| + x²·tiny_c [u_t={p.ut:.3g}, u_c={p.uc:.3g}]"
+    return _finish(y, p, "silu_gate", core, f"n={X.size}", roundings_t=3)
+
+
+def swiglu_drift(x: Any, w_gate: Any, w_up: Any, w_down: Any) -> Bound:
+    """Bound on |f_bf16 − f_fp32| on the same bf16 inputs and (random) weights: b_bf16 + b_fp32, in bf16 ULPs."""
+    args = (x, w_gate, w_up, w_down)
+    b16 = swiglu(*args, torch.bfloat16, random_weights=True)
+    return between(b16, swiglu(*args, torch.float32, random_weights=True))
+
+
+def swiglu_linearity(x: Any, w_gate: Any, w_up: Any, w_down: Any, w1: Any, w2: Any, dtype: Any) -> Bound:
+    """Bound on |f(W) − (f(W₁) + f(W₂))| in W_down (W₂ = W − W₁ rounded to t): b(W) + b(W₁) + b(W₂) +
+    |h|·|W − W₁ − W₂| (the rounding of W₂) + u_64·(|h||W₁| + |h||W₂| + b(W₁) + b(W₂)) (the verifier's fp64 sum).
+
+    Outputs whose exact value, or whose hidden units, reach half the dtype's range are not judged (+inf): one
+    of the three may overflow where the others do not."""
+    X, Wg, Wu, W, W1, W2 = (_exact(a) for a in (x, w_gate, w_up, w_down, w1, w2))
+    bs = [swiglu(X, Wg, Wu, wd, dtype, random_weights=True) for wd in (W, W1, W2)]
+    a = X @ Wg.T
+    with np.errstate(over="ignore"):
+        h = a * _sigmoid(a) * (X @ Wu.T)
+        ah = np.abs(h)
+        split = ah @ np.abs(W - W1 - W2).T * (1 + 2.0**-40)
+        fp64_sum = U64 * (ah @ np.abs(W1).T + ah @ np.abs(W2).T + bs[1].abs + bs[2].abs)
+        big = fmt(dtype).max / 2
+        skip = ah.max(axis=-1, keepdims=True) >= big
+        skip = skip | np.any([np.abs(h @ w.T) >= big for w in (W, W1, W2)], axis=0)
+    total = [sum(e) + split + fp64_sum for e in ((b.abs for b in bs), (b.pairwise for b in bs))]
+    ov = np.broadcast_to(skip, total[0].shape).copy()
+    for b in bs:
+        ov |= b.overflow
+    text = f"b(W) + b(W₁) + b(W₂) + |h|·|W − W₁ − W₂|, b: {bs[0].formula}"
+    return Bound(np.where(ov, np.inf, total[0]), None, text, "swiglu", fmt(dtype).dtype, ov, total[1])
 
 
 def swiglu_vjp(x: Any, w_gate: Any, w_up: Any, w_down: Any, grad_out: Any, dtype: Any) -> tuple[Bound, ...]:
-    """Bounds for the SwiGLU VJP (dx, dW_gate, dW_up, dW_down), same scheme as :func:`swiglu`:
+    """Bounds for the SwiGLU VJP (dx, dW_gate, dW_up, dW_down), same scheme as :func:`swiglu`, deterministic:
 
     dh = W_dᵀγ, dW_d = Σ_rows γ⊗h, du = dh⊙s, dg = dh⊙u⊙silu'(g), dx = W_gᵀdg + W_uᵀdu,
     dW_g = Σ_rows dg⊗x, dW_u = Σ_rows du⊗x; every product/linear output may be rounded to t, silu' costs
-    5u_c and carries |silu''(g)|·e(g), silu''(z) = σ(1−σ)(2 + z(1 − 2σ)).
+    5u_c and carries |silu''(g)|·ē(g), silu''(z) = σ(1−σ)(2 + z(1 − 2σ)); every sum in any order.
     """
-    p = _P(_ulp.as_torch_dtype(dtype))
+    p = _P(fmt(dtype).dtype)
     X, Wg, Wu, Wd, Gy = (_exact(a) for a in (x, w_gate, w_up, w_down, grad_out))
     D, F = X.shape[-1], Wg.shape[0]
     X2, G2 = X.reshape(-1, D), Gy.reshape(-1, D)
     N = X2.shape[0]
     xs, gy = _E.exact(X2), _E.exact(G2)
-    _, t = _swiglu_e(xs, Wg, Wu, Wd, p)
+    _, t = _swiglu_e(xs, Wg, Wu, Wd, p, False)
     g, u, s, sig, h = t["g"], t["u"], t["s"], t["sig"], t["h"]
     dh = _linear(gy, Wd.T, p)
     du = _to_t(_op(_mul(dh, s), p), p)
@@ -478,15 +669,14 @@ def swiglu_vjp(x: Any, w_gate: Any, w_up: Any, w_down: Any, grad_out: Any, dtype
     d2 = sig * (1 - sig) * (2 + g.v * (1 - 2 * sig))
     ds = _op(_fn(g, d1, d2), p, 5.0)
     dg = _to_t(_op(_mul(_to_t(_op(_mul(dh, u), p), p), ds), p), p)
-    dx = _to_t(_op(_add(_linear(dg, Wg.T, p), _linear(du, Wu.T, p)), p), p)
+    dx = _to_t(_op(_add(_linear(dg, Wg.T, p), _linear(du, Wu.T, p)), p), p).map(lambda a: a.reshape(X.shape))
     dWg = _to_t(_contract(dg, xs, "nf,nd->fd", N, p), p)
     dWu = _to_t(_contract(du, xs, "nf,nd->fd", N, p), p)
     dWd = _to_t(_contract(gy, h, "nd,nf->df", N, p), p)
-    dx = _E(dx.v.reshape(X.shape), dx.e1.reshape(X.shape), dx.e2.reshape(X.shape))
-    core = f"0.5 + min(e₁, λ√e₂), λ={LAMBDA:g}; first-order propagation through the SwiGLU backward graph"
+    core = "0.5 + δ; first-order propagation through the SwiGLU backward graph, every sum in any order"
     note = f"D={D}, F={F}, N={N}"
     return tuple(
-        _finish(e, p, f"swiglu_vjp.{n}", core, note)
+        _finish(e, p, f"swiglu_vjp.{n}", core, note, roundings_t=10)
         for n, e in (("dx", dx), ("dw_gate", dWg), ("dw_up", dWu), ("dw_down", dWd))
     )
 
@@ -499,69 +689,60 @@ def _rope_e(q: _E, T: int, K: int, theta: float, p: _P) -> _E:
     i = np.arange(K // 2)
     freq = theta ** (-2.0 * i / K)
     ang = np.arange(T)[:, None] * np.concatenate([freq, freq])[None, :]  # (T, K)
-    cos, sin = np.cos(ang), np.sin(ang)
-    dang = 4 * p.uc * ang + p.uc  # angle error plus the cos/sin evaluation error, as an absolute error
-    shape = (1, T, 1, K)
-    cos_e = _to_t(_E(cos.reshape(shape), dang.reshape(shape), dang.reshape(shape) ** 2), p)
-    sin_e = _to_t(_E(sin.reshape(shape), dang.reshape(shape), dang.reshape(shape) ** 2), p)
+    dang = (4 * p.uc * ang + p.uc).reshape(1, T, 1, K)  # angle error plus the cos/sin evaluation error (absolute)
+    cos_e = _to_t(_E(np.cos(ang).reshape(1, T, 1, K), dang, dang), p)
+    sin_e = _to_t(_E(np.sin(ang).reshape(1, T, 1, K), dang, dang), p)
     half = K // 2
-    rot = _E(
-        np.concatenate([-q.v[..., half:], q.v[..., :half]], -1),
-        np.concatenate([q.e1[..., half:], q.e1[..., :half]], -1),
-        np.concatenate([q.e2[..., half:], q.e2[..., :half]], -1),
-    )
+    rot = q.map(lambda a: np.concatenate([a[..., half:], a[..., :half]], -1))
+    rot = _E(np.concatenate([-q.v[..., half:], q.v[..., :half]], -1), rot.ea, rot.ep)
     a = _to_t(_op(_mul(q, cos_e), p), p)
     b = _to_t(_op(_mul(rot, sin_e), p), p)
     return _to_t(_op(_add(a, b), p), p)
 
 
-def _attention_e(a: _E, wq: np.ndarray, wk: np.ndarray, wv: np.ndarray, wo: np.ndarray, cfg: Any, p: _P) -> _E:
+def _attention_e(a: _E, W: tuple[np.ndarray, ...], cfg: Any, p: _P, rnd: bool) -> _E:
+    wq, wk, wv, wo = W
     B, T, D = a.v.shape
     H, G = cfg.n_heads, cfg.n_kv_heads
     K = D // H
-    rep = H // G
 
     def heads(e: _E, n: int) -> _E:
-        return _E(*(arr.reshape(B, T, n, K) for arr in (e.v, e.e1, e.e2)))
+        return e.map(lambda arr: arr.reshape(B, T, n, K))
 
-    q = _rope_e(heads(_linear(a, wq, p), H), T, K, float(cfg.rope_theta), p)
-    k = _rope_e(heads(_linear(a, wk, p), G), T, K, float(cfg.rope_theta), p)
-    v = heads(_linear(a, wv, p), G)
-
-    def rep_kv(e: _E) -> _E:
-        return _E(*(np.repeat(arr, rep, axis=2) for arr in (e.v, e.e1, e.e2)))
-
-    k, v = rep_kv(k), rep_kv(v)
-    sc = _contract(q, k, "bthj,bshj->bhts", K, p)
+    q = _rope_e(heads(_linear(a, wq, p, rnd), H), T, K, float(cfg.rope_theta), p)
+    k = _rope_e(heads(_linear(a, wk, p, rnd), G), T, K, float(cfg.rope_theta), p)
+    v = heads(_linear(a, wv, p, rnd), G)
+    k, v = (e.map(lambda arr: np.repeat(arr, H // G, axis=2)) for e in (k, v))
     inv = 1.0 / math.sqrt(K)
-    sc = _to_t(_op(_to_t(_E(sc.v * inv, sc.e1 * inv, sc.e2 * inv**2), p), p), p)  # matmul → t, × scale → t
+    sc = _contract(q, k, "bthj,bshj->bhts", K, p).map(lambda arr: arr * inv)
+    sc = _to_t(_op(_to_t(sc, p), p), p)  # matmul → t, × scale → t
     causal = np.tril(np.ones((T, T), dtype=bool))
     s = np.where(causal, sc.v, -np.inf)
-    m = s.max(axis=-1, keepdims=True)
-    ex = np.where(causal, np.exp(s - m), 0.0)
+    ex = np.where(causal, np.exp(s - s.max(axis=-1, keepdims=True)), 0.0)
     prob = ex / ex.sum(axis=-1, keepdims=True)
-    # softmax: Δp_t = p_t(Δs_t − Σ_s p_s Δs_s); own error in c: exp, sum (γ_T), divide
-    e1s = np.where(causal, sc.e1, 0.0)
-    e2s = np.where(causal, sc.e2, 0.0)
-    pe1 = prob * (e1s + np.sum(prob * e1s, axis=-1, keepdims=True))
-    pe2 = prob**2 * (e2s + np.sum(prob**2 * e2s, axis=-1, keepdims=True))
-    own = (_depth(T) + 3) * p.uc * prob
-    pr = _to_t(_E(prob, pe1 + own, pe2 + own**2), p)
-    o = _to_t(_contract(pr, v, "bhts,bshj->bthj", T, p), p)
-    o = _E(*(arr.reshape(B, T, H * K) for arr in (o.v, o.e1, o.e2)))
-    return _linear(o, wo, p)
+    # softmax: Δp_t = p_t(Δs_t − Σ_s p_s Δs_s); own error in c: exp (2u_c), the positive T-term sum in any
+    # order (γ_(T−1), deterministic: its terms are all of one sign), the divide (u_c)
+    own = [(gamma(reduction_roundings(T, o), p.uc) + 3 * p.uc) * prob for o in ORDERS]
+    errs = []
+    for e, extra in zip((sc.ea, sc.ep), own, strict=True):
+        e = np.where(causal, e, 0.0)
+        errs.append(prob * (e + np.sum(prob * e, axis=-1, keepdims=True)) + extra)
+    pr = _to_t(_E(prob, errs[0], errs[1]), p)
+    o = _to_t(_contract(pr, v, "bhts,bshj->bthj", T, p), p).map(lambda arr: arr.reshape(B, T, H * K))
+    return _linear(o, wo, p, rnd)
 
 
-def attention(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, config: Any, dtype: Any) -> Bound:
+def attention(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, config: Any, dtype: Any, *, random_weights: bool = False):
     """Bound for causal GQA attention with RoPE (see :func:`block` for the conventions covered)."""
-    p = _P(_ulp.as_torch_dtype(dtype))
+    p = _P(fmt(dtype).dtype)
     X = _exact(x)
-    out = _attention_e(_E.exact(X), *(_exact(w) for w in (wq, wk, wv, wo)), config, p)
-    core = f"0.5 + min(e₁, λ√e₂), λ={LAMBDA:g}; projections, RoPE, scores, softmax, p·v, W_o (HF bf16 roundings)"
-    return _finish(out, p, "attention", core, f"B,T,D={X.shape}, H={config.n_heads}, G={config.n_kv_heads}")
+    out = _attention_e(_E.exact(X), tuple(_exact(w) for w in (wq, wk, wv, wo)), config, p, random_weights)
+    core = "0.5 + δ; projections, RoPE, scores, softmax, p·v, W_o (HF bf16 roundings), every sum in any order"
+    note = f"B,T,D={X.shape}, H={config.n_heads}, G={config.n_kv_heads}"
+    return _finish(out, p, "attention", core, note, roundings_t=12)
 
 
-def block(x: Any, params: Mapping[str, Any], config: Any, dtype: Any) -> Bound:
+def block(x: Any, params: Mapping[str, Any], config: Any, dtype: Any, *, random_weights: bool = False) -> Bound:
     """Bound for the pre-norm Block out = h + SwiGLU(RMSNorm(h)), h = x + attn(RMSNorm(x)), output in t.
 
     Conventions covered in addition to those of :func:`rmsnorm` and :func:`swiglu`: the reference (projections
@@ -569,36 +750,66 @@ def block(x: Any, params: Mapping[str, Any], config: Any, dtype: Any) -> Bound:
     rounded to t; q·cos, rotate_half(q)·sin and their sum rounded to t; q·kᵀ rounded to t, × 1/√K rounded
     again; softmax in fp32 then probabilities rounded to t; p·v rounded to t; residual sums in t). Errors of
     each stage propagate first-order into the next (RMSNorm through its Jacobian r·w(I − x xᵀ r²/D),
-    softmax through p(Δs − Σ p Δs)); δ = min(e₁, λ√e₂), λ = 6, + ½ ULP.
+    softmax through p(Δs − Σ p Δs)); every sum and dot product in any order; the projections mix errors
+    probabilistically only for ``random_weights`` (the laws' drawn weights); + ½ ULP.
     """
-    p = _P(_ulp.as_torch_dtype(dtype))
+    p = _P(fmt(dtype).dtype)
     X = _exact(x)
     P = {k: _exact(v) for k, v in params.items()}
     eps = float(config.norm_eps)
     xs = _E.exact(X)
-    a, _ = _rmsnorm_e(xs, P["attn_norm.weight"], eps, p)
+    a, ov1 = _rmsnorm_e(xs, P["attn_norm.weight"], eps, p)
     a = _to_t(a, p)  # the norm's output is stored in t (the ½ ULP final rounding of RMSNorm)
-    att = _attention_e(a, P["attn.wq.weight"], P["attn.wk.weight"], P["attn.wv.weight"], P["attn.wo.weight"], config, p)
-    h = _round(_add(xs, att), p.ut, p.tiny_t)  # residual sum stored in t
-    b, _ = _rmsnorm_e(h, P["ffn_norm.weight"], eps, p)
+    W = tuple(P[f"attn.{n}.weight"] for n in ("wq", "wk", "wv", "wo"))
+    h = _round(_add(xs, _attention_e(a, W, config, p, random_weights)), p.ut, p.tiny_t)  # residual sum in t
+    b, ov2 = _rmsnorm_e(h, P["ffn_norm.weight"], eps, p)
     b = _round(b, p.ut, p.tiny_t)
     B, T, D = X.shape
-    b2 = _E(*(arr.reshape(B * T, D) for arr in (b.v, b.e1, b.e2)))
-    f, t = _swiglu_e(b2, P["ffn.w_gate.weight"], P["ffn.w_up.weight"], P["ffn.w_down.weight"], p)
-    f = _E(*(arr.reshape(B, T, D) for arr in (f.v, f.e1, f.e2)))
-    f = _round(f, p.ut, p.tiny_t)  # the FFN output is stored in t before the residual sum
+    Wf = (P["ffn.w_gate.weight"], P["ffn.w_up.weight"], P["ffn.w_down.weight"])
+    f, t = _swiglu_e(b.map(lambda arr: arr.reshape(B * T, D)), *Wf, p, random_weights)
+    f = _round(f.map(lambda arr: arr.reshape(B, T, D)), p.ut, p.tiny_t)  # the FFN output is stored in t
     out = _add(h, f)
-    ov = _row_overflow([t["g"].v, t["u"].v, t["h"].v], p, (B * T,)).reshape(B, T, 1)
-    ov = np.broadcast_to(ov, X.shape)
+    ov = _row_overflow([t["g"].v, t["u"].v, t["h"].v], p, (B * T,)).reshape(B, T) | ov1 | ov2
+    ov = np.broadcast_to(ov[..., None], X.shape)
     core = (
-        f"0.5 + min(e₁, λ√e₂), λ={LAMBDA:g}; RMSNorm → attention (RoPE, scores, softmax, p·v) → residual → "
-        f"RMSNorm → SwiGLU → residual, every HF-bf16 rounding to t included"
+        "0.5 + δ; RMSNorm → attention (RoPE, scores, softmax, p·v) → residual → RMSNorm → SwiGLU → residual, "
+        "every HF-bf16 rounding to t, every sum in any order"
     )
-    return _finish(
-        out,
-        p,
-        "block",
-        core,
-        f"D={D}, T={T}, H={config.n_heads}, G={config.n_kv_heads}, F={P['ffn.w_gate.weight'].shape[0]}",
-        overflow=ov,
-    )
+    note = f"D={D}, T={T}, H={config.n_heads}, G={config.n_kv_heads}, F={Wf[0].shape[0]}"
+    return _finish(out, p, "block", core, note, roundings_t=24, overflow=ov)
+
+
+# A backward pass through a block crosses ≤ 8 sequential sub-layers (norm, q/k/v, RoPE, scores, softmax, p·v,
+# W_o, the FFN), each accumulating ≤ D + F + T rounded terms: the (D+F+T)·u term of the derivative laws is ×8.
+SUBLAYERS = 8
+# The derivative oracle is the fp64 reference itself, so in fp64 it cannot vouch for more than its own accuracy:
+# κ·u_64 with κ up to 2^13 (attention with large logits, cancelling norm derivatives) — u is floored at 2^-40.
+ORACLE_U = 2.0**-40
+
+
+def _oracle_u(dtype: Any) -> float:
+    return max(fmt(dtype).u, ORACLE_U)
+
+
+def block_vjp(ref: Any, exact: Any, config: Any, T: int, dtype: Any) -> Bound:
+    """Allowance for vᵀ∂out/∂x of a Block against the fp64 derivative of the reference (normwise, one number):
+
+        2·max|ref_t − exact| + 8(D + F + T)·max(u_t, 2^-40)·max|exact|
+
+    The first term is the flash-attention oracle (twice the error of the reference computed in the same dtype);
+    the second is a sequential (any-order) accumulation of D + F + T rounded terms in each of ≤ 8 sub-layers,
+    relative to the result's scale. A normwise allowance, not a componentwise derivation (see docs/laws.md)."""
+    R, E = _exact(ref), _exact(exact)
+    n = SUBLAYERS * (config.dim + config.ffn_dim + T)
+    allowed = 2 * np.abs(R - E).max() + n * _oracle_u(dtype) * np.abs(E).max()
+    text = "2·max|ref_dtype − fp64| + 8(D+F+T)·max(u, 2^-40)·max|vᵀJ|"
+    return Bound(np.full(E.shape, allowed), None, text, "block_vjp", fmt(dtype).dtype)
+
+
+def block_depth_ratio(ref: float, exact: float, config: Any, T: int, depth: int, dtype: Any) -> Bound:
+    """Allowance for ‖vᵀ∂out/∂x‖/‖v‖ through ``depth`` stacked blocks against the fp64 pre-norm reference:
+    2·|ref_t − fp64| + 8L(D+F+T)·max(u_t, 2^-40)·ratio (as :func:`block_vjp`, L blocks in sequence)."""
+    n = depth * SUBLAYERS * (config.dim + config.ffn_dim + T)
+    allowed = 2 * abs(ref - exact) + n * _oracle_u(dtype) * abs(exact)
+    text = "2·|ref_dtype − fp64| + 8L(D+F+T)·max(u, 2^-40)·ratio"
+    return Bound(np.array([allowed]), None, text, "block_depth")

@@ -10,7 +10,8 @@ exponent e_min; its unit roundoff is u = 2^-p (fp64 2^-53, fp32 2^-24, fp16 2^-1
   exponent is that of the exact sum (hi = 2^k with lo < 0 lies in the binade below).
 * ``ulp_error(actual, golden)`` = |actual − golden| / ulp_dtype(golden), dtype = actual's dtype. A correctly
   rounded result has error ≤ 0.5; a faithful one < 1. Non-finite values: NaN where NaN is due and the same
-  infinity where the golden value overflows the dtype count as 0; any other mismatch is +inf.
+  infinity where the golden value overflows the dtype count as 0; any other mismatch is +inf (a NaN is never
+  agreement with a finite exact answer). ``abs_error`` is the same distance before the division.
 * ``rel_error(actual, golden)``: scipy ``xsref``'s extended relative error — |actual − golden| / |golden|,
   with |golden| replaced by the smallest subnormal when golden = 0, infinities compared with the mythical
   nextafter(max) = max + ulp(max)/2, NaN vs NaN = 0 and NaN vs number = inf.
@@ -25,7 +26,17 @@ import torch
 
 from golden.formats import FORMATS, fmt
 
-__all__ = ["DTYPES", "as_torch_dtype", "precision", "rel_error", "summarize", "ulp", "ulp_error", "unit_roundoff"]
+__all__ = [
+    "DTYPES",
+    "abs_error",
+    "as_torch_dtype",
+    "precision",
+    "rel_error",
+    "summarize",
+    "ulp",
+    "ulp_error",
+    "unit_roundoff",
+]
 
 DTYPES = tuple(f.dtype for f in FORMATS)
 
@@ -87,12 +98,13 @@ def ulp(values: Any, dtype: Any) -> np.ndarray:
     return np.where(np.isfinite(hi), out, np.nan)
 
 
-def ulp_error(actual: Any, golden: Any, dtype: Any = None) -> np.ndarray:
-    """|actual − golden| in ULPs of dtype at the golden value (dtype: actual's dtype unless given).
+def abs_error(actual: Any, golden: Any, dtype: Any = None) -> np.ndarray:
+    """|actual − golden| (golden: hi + lo, the difference formed with TwoSum so lo is not lost), float64 array.
 
-    actual: tensor (any device) or array; golden: :class:`golden.Golden` (hi + lo), tensor or array.
-    Returns a float64 array of the broadcast shape. NaN↔NaN and same-infinity matches (golden overflowing
-    dtype) are 0; other non-finite mismatches are +inf.
+    Non-finite values follow the golden value, which is the law's exact answer: where golden is NaN only NaN
+    agrees (error 0); where golden is ±inf or overflows dtype (rounds to ±inf) only the same infinity agrees;
+    every other non-finite value on either side — a NaN or ∞ output where the exact answer is finite — is an
+    error of infinite size.
     """
     a, adt = _actual(actual)
     dt = fmt(dtype).dtype if dtype is not None else (adt or torch.float64)
@@ -103,16 +115,28 @@ def ulp_error(actual: Any, golden: Any, dtype: Any = None) -> np.ndarray:
         bb = s - a
         e = (a - (s - bb)) + (-hi - bb)  # TwoSum(a, −hi): a − hi = s + e exactly
         diff = np.abs(s + (e - lo))
-        err = diff / ulp(_Parts(hi, lo), dt)
-        # non-finite cases
-        overflows = np.abs(hi + lo) >= _overflow_threshold(dt)  # the correctly rounded golden value is ±inf
-        a_nan, g_nan = np.isnan(a), np.isnan(hi)
-        a_inf = np.isinf(a)
-        g_inf = np.isinf(hi) | overflows
-        same_inf = a_inf & g_inf & (np.sign(a) == np.sign(hi))
-        err = np.where(a_nan | g_nan, np.where(a_nan & g_nan, 0.0, np.inf), err)
-        err = np.where(~(a_nan | g_nan) & (a_inf | np.isinf(hi)), np.where(same_inf, 0.0, np.inf), err)
-    return err
+        g_nan = np.isnan(hi) | np.isnan(lo)
+        g_inf = (np.isinf(hi) | (np.abs(hi + lo) >= _overflow_threshold(dt))) & ~g_nan
+        agree = np.where(g_nan, np.isnan(a), g_inf & np.isinf(a) & (np.sign(a) == np.sign(hi)))
+        special = g_nan | g_inf | ~np.isfinite(a)
+        return np.where(special, np.where(agree, 0.0, np.inf), diff)
+
+
+def ulp_error(actual: Any, golden: Any, dtype: Any = None) -> np.ndarray:
+    """|actual − golden| in ULPs of dtype at the golden value (dtype: actual's dtype unless given).
+
+    actual: tensor (any device) or array; golden: :class:`golden.Golden` (hi + lo), tensor or array.
+    Returns a float64 array of the broadcast shape: :func:`abs_error` / :func:`ulp` — 0 where a non-finite
+    golden value is matched (NaN↔NaN, the same infinity where golden overflows dtype), +inf for any other
+    non-finite value.
+    """
+    a, adt = _actual(actual)
+    dt = fmt(dtype).dtype if dtype is not None else (adt or torch.float64)
+    diff = abs_error(a, golden, dt)
+    hi, lo = _golden_parts(golden)
+    with np.errstate(all="ignore"):
+        spacing = np.broadcast_to(ulp(_Parts(hi, lo), dt), diff.shape)
+        return np.where(np.isfinite(diff) & (diff > 0), diff / spacing, diff)
 
 
 def _overflow_threshold(dt: torch.dtype) -> float:

@@ -39,6 +39,7 @@ DEFAULT_IMPL = "nanolm_core"
 ADAPTERS = {
     "reference": "nanolm_core",
     "torch": "properties.adapters.torch_ref",
+    "torch-compile": "properties.adapters.torch_compile",
     "hf-llama": "properties.adapters.hf_llama",
     "hf-gemma": "properties.adapters.hf_gemma",
     "hf-qwen2": "properties.adapters.hf_qwen2",

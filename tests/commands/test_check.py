@@ -197,7 +197,7 @@ def test_laws_have_docstrings_and_short_bodies():
         assert law.doc, f"{law.id} has no docstring (the docstring is the law)"
         (fn,) = ast.parse(textwrap.dedent(inspect.getsource(law.body))).body
         statements = [n for n in ast.walk(fn) if isinstance(n, ast.stmt) and n is not fn][1:]  # [1:]: the docstring
-        assert len(statements) <= 15, f"{law.id} body has {len(statements)} statements"
+        assert len(statements) <= 10, f"{law.id} body has {len(statements)} statements"
 
 
 CORRECT = Path(__file__).parents[1] / "correct_impls"

@@ -16,18 +16,23 @@ from properties.library.table import law
 DType = torch.dtype
 
 
+def _on_meta(impl: Implementation, config: nanolm_core.ModelConfig) -> torch.nn.Module:
+    """Block(config) built on the meta device; a failure to build there fails the law."""
+    try:
+        with torch.device("meta"):
+            return impl.factory("Block")(config)
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        fail(f"Block({config}) cannot be constructed on the meta device: {type(exc).__name__}: {exc}")
+
+
 @law("Block", dtypes=(torch.float32,))
 def block_ffn_dim_is_8d_over_3(impl: Implementation, dtype: DType, device: str) -> None:
     """Block(config).ffn uses F = config.ffn_dim = 256·⌈(8D/3)/256⌉ hidden units (D = 4096 → 11008, not 4D)."""
     for D, H in ((96, 4), (384, 6), (4096, 32)):
         config = nanolm_core.ModelConfig(dim=D, n_heads=H, n_kv_heads=H)
-        try:
-            with torch.device("meta"):
-                module = impl.factory("Block")(config)
-        except NotImplementedError:
-            raise
-        except Exception as exc:
-            fail(f"Block({config}) cannot be constructed on the meta device: {type(exc).__name__}: {exc}")
+        module = _on_meta(impl, config)
         shape = tuple(dict(module.named_parameters())["ffn.w_gate.weight"].shape)
         if shape != (config.ffn_dim, D):
             fail(

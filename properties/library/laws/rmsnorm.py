@@ -1,7 +1,8 @@
 """Laws of RMSNorm: y = x / √(mean(x², −1) + eps) ⊙ γ, for x of shape (..., D) and γ of shape (D,).
 
-Each law's docstring is the law. Bounds come from properties.bounds (per element, derived from the unit
-roundoff of the dtypes and D) or are bitwise where the law is exact in floating point.
+Each law's docstring is the law. Bounds come from ``properties.numerics.bounds`` (per element, derived from the
+unit roundoff of the dtypes and D, sound for every reduction order) or are bitwise where the law is exact in
+floating point.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+import golden
 from properties.library import strategies as S
 from properties.library.assertions import (
     as_f64,
@@ -23,20 +25,56 @@ from properties.library.assertions import (
 )
 from properties.library.context import NotApplicable, measure
 from properties.library.harness import backward, build_rmsnorm, call, gradcheck, note, rmsnorm_forward
-from properties.library.oracle import bound_rmsnorm, golden_module, golden_rmsnorm, rmsnorm_vjp_bounds
 from properties.library.subject import Implementation
 from properties.library.table import law
+from properties.numerics import bounds
 
 DType = torch.dtype
 Data = st.DataObject
 
 
 PINS = S.RMSNORM_PINS
-U64 = 2.0**-53
 
 
-def _rows(t: torch.Tensor) -> np.ndarray:
+def _rows(t: torch.Tensor | np.ndarray) -> np.ndarray:
     return as_f64(t).reshape(-1, t.shape[-1])
+
+
+def _radius(case: S.RMSNormCase) -> np.ndarray:
+    """√(D·ms/(ms+eps)) per row: the norm of the exact output for γ = 1."""
+    x = _rows(case.x)
+    ms = (x * x).mean(axis=-1)
+    return np.sqrt(x.shape[-1] * ms / (ms + case.eps))
+
+
+def _uncentred_sum(case: S.RMSNormCase) -> np.ndarray:
+    """Σ_i x_i / √(ms+eps) per row: the row sum of the exact output for γ = 1."""
+    x = _rows(case.x)
+    return x.sum(axis=-1) / np.sqrt((x * x).mean(axis=-1) + case.eps)
+
+
+def _ones_gamma(case: S.RMSNormCase) -> S.RMSNormCase:
+    return case._replace(weight=torch.ones_like(case.weight), gamma="ones")
+
+
+def _poisoned(rc: S.RowCase, poison: float, index: int) -> torch.Tensor:
+    """x with element ``index`` of row rc.i replaced by ``poison``."""
+    x = rc.case.x.reshape(-1, rc.case.x.shape[-1]).clone()
+    x[rc.i, index] = poison
+    return x.reshape(rc.case.x.shape)
+
+
+def _grads(impl: Implementation, gc: S.GradCase, dtype: DType, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(dx, dγ) of the implementation for the cotangent gc.grad_out; a missing gradient fails the law."""
+    c = gc.case
+    module = build_rmsnorm(impl, c.weight, c.eps, dtype, device)
+    x = c.x.to(device).requires_grad_(True)
+    weight = dict(module.named_parameters())["weight"]
+    y = call(module, x, component="RMSNorm", grad=True)
+    dx, dw = backward(y, gc.grad_out.to(device), [x, weight], component="RMSNorm")
+    if dx is None or dw is None:
+        fail(f"RMSNorm backward gives no gradient for {'x' if dx is None else 'weight'}")
+    return dx, dw
 
 
 @law("RMSNorm", cost=2)
@@ -50,9 +88,8 @@ def rmsnorm_matches_golden(impl: Implementation, dtype: DType, device: str, data
     case = data.draw(S.rmsnorm_cases(dtype), label="case")
     note(case)
     y = rmsnorm_forward(impl, case.x, case.weight, case.eps, dtype, device)
-    assert_matches_golden(
-        y, golden_rmsnorm(case.x, case.weight, case.eps), bound_rmsnorm(case.x, case.weight, case.eps, dtype)
-    )
+    exact = golden.rmsnorm(case.x, case.weight, case.eps)
+    assert_matches_golden(y, exact, bounds.rmsnorm(case.x, case.weight, case.eps, dtype))
 
 
 @law("RMSNorm")
@@ -60,22 +97,12 @@ def rmsnorm_matches_golden(impl: Implementation, dtype: DType, device: str, data
 @example(data=PINS["eps-dominated"])
 def rmsnorm_output_has_norm_sqrt_d(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """With γ = 1, every row has ‖y‖₂ = √(D·ms/(ms+eps)), ms = mean(x²): on the sphere of radius √D when ms ≫ eps."""
-    case = data.draw(S.rmsnorm_cases(dtype, gamma_kinds=("ones",)), label="case")
-    case = case._replace(weight=torch.ones_like(case.weight), gamma="ones")
+    case = _ones_gamma(data.draw(S.rmsnorm_cases(dtype, gamma_kinds=("ones",)), label="case"))
     note(case)
     y = rmsnorm_forward(impl, case.x, case.weight, case.eps, dtype, device)
-    x, D = _rows(case.x), case.x.shape[-1]
-    ms = (x * x).mean(axis=-1)
-    expected = np.sqrt(D * ms / (ms + case.eps))
-    b = np.linalg.norm(_rows(torch.as_tensor(bound_rmsnorm(case.x, case.weight, case.eps, dtype).abs)), axis=-1)
-    assert_close(
-        np.linalg.norm(_rows(y), axis=-1),
-        expected,
-        b + 4 * (D + 2) * U64 * expected,
-        formula="‖bound of the row‖₂ + 4(D+2)·u_64·√(D·ms/(ms+eps))",
-        what="‖y‖₂ per row",
-        expected_name="√(D·ms/(ms+eps))",
-    )
+    norms = np.linalg.norm(_rows(y), axis=-1)
+    b = bounds.rmsnorm_norm(case.x, case.eps, dtype)
+    assert_close(norms, _radius(case), b, what="‖y‖₂ per row", expected_name="√(D·ms/(ms+eps))")
 
 
 @law("RMSNorm")
@@ -102,48 +129,23 @@ def rmsnorm_is_scale_invariant(impl: Implementation, dtype: DType, device: str, 
     """f(α·x) = f(x) for α = 2^k up to eps: |f(αx) − f(x)| ≤ b(αx) + b(x) + |xγ|·|(ms+eps/α²)^-½ − (ms+eps)^-½|."""
     sc = data.draw(S.scaled_rmsnorm_cases(dtype), label="case")
     note(sc)
-    c, alpha = sc.case, 2.0**sc.log2_alpha
-    xa = (c.x.double() * alpha).to(dtype)  # exact by construction (α ≥ 1, no overflow)
+    c, k = sc.case, sc.log2_alpha
+    xa = (c.x.double() * 2.0**k).to(dtype)  # exact by construction (α ≥ 1, no overflow)
     y, ya = (rmsnorm_forward(impl, v, c.weight, c.eps, dtype, device) for v in (c.x, xa))
-    x, w = _rows(c.x), as_f64(c.weight)
-    ms = (x * x).mean(axis=-1, keepdims=True)
-    drift = np.abs(x * w) * np.abs(1 / np.sqrt(ms + c.eps / alpha**2) - 1 / np.sqrt(ms + c.eps))
-    b = as_f64(torch.as_tensor(bound_rmsnorm(c.x, c.weight, c.eps, dtype).abs)).reshape(x.shape)
-    ba = as_f64(torch.as_tensor(bound_rmsnorm(xa, c.weight, c.eps, dtype).abs)).reshape(x.shape)
-    assert_close(
-        _rows(ya),
-        _rows(y),
-        b + ba + drift * (1 + 8 * U64),
-        dtype=dtype,
-        what="f(α·x) vs f(x)",
-        expected_name="f(x)",
-        formula="b(x) + b(αx) + |xγ|·|(ms+eps/α²)^-½ − (ms+eps)^-½|",
-    )
+    b = bounds.rmsnorm_scale_invariance(c.x, c.weight, c.eps, k, dtype)
+    assert_close(ya, y, b, what="f(α·x) vs f(x)", expected_name="f(x)")
 
 
 @law("RMSNorm")
 @given(data=st.data())
 def rmsnorm_scales_with_gamma(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """f_γ(x) = γ ⊙ f_1(x) for random γ (both signs, zeros): |f_γ − γ·f_1| ≤ b_γ + |γ|·b_1."""
-    c = data.draw(
-        S.rmsnorm_cases(dtype, gamma_kinds=("random_positive", "random_signed", "with_zeros", "tiny_and_large")),
-        label="case",
-    )
+    kinds = ("random_positive", "random_signed", "with_zeros", "tiny_and_large")
+    c = data.draw(S.rmsnorm_cases(dtype, gamma_kinds=kinds), label="case")
     note(c)
-    ones = torch.ones_like(c.weight)
-    y, y1 = (rmsnorm_forward(impl, c.x, w, c.eps, dtype, device) for w in (c.weight, ones))
-    w = as_f64(c.weight)
-    b = as_f64(torch.as_tensor(bound_rmsnorm(c.x, c.weight, c.eps, dtype).abs))
-    b1 = as_f64(torch.as_tensor(bound_rmsnorm(c.x, ones, c.eps, dtype).abs))
-    assert_close(
-        y,
-        as_f64(y1) * w,
-        b + np.abs(w) * b1,
-        dtype=dtype,
-        what="f_γ(x) vs γ ⊙ f_1(x)",
-        expected_name="γ⊙f_1(x)",
-        formula="b_γ + |γ|·b_1",
-    )
+    y, y1 = (rmsnorm_forward(impl, c.x, w, c.eps, dtype, device) for w in (c.weight, torch.ones_like(c.weight)))
+    b = bounds.rmsnorm_gamma_scaling(c.x, c.weight, c.eps, dtype)
+    assert_close(y, as_f64(y1) * as_f64(c.weight), b, what="f_γ(x) vs γ ⊙ f_1(x)", expected_name="γ⊙f_1(x)")
 
 
 @law("RMSNorm")
@@ -151,22 +153,12 @@ def rmsnorm_scales_with_gamma(impl: Implementation, dtype: DType, device: str, d
 @example(data=PINS["constant row, mean 3"])
 def rmsnorm_does_not_center(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """With γ = 1, rows of non-zero mean keep it: Σ_i y_i = Σ_i x_i / √(ms+eps) (no mean subtraction)."""
-    c = data.draw(S.rmsnorm_cases(dtype, kinds=("mean_shifted", "constant"), gamma_kinds=("ones",)), label="case")
-    c = c._replace(weight=torch.ones_like(c.weight), gamma="ones")
+    kinds = ("mean_shifted", "constant")
+    c = _ones_gamma(data.draw(S.rmsnorm_cases(dtype, kinds=kinds, gamma_kinds=("ones",)), label="case"))
     note(c)
     y = rmsnorm_forward(impl, c.x, c.weight, c.eps, dtype, device)
-    x = _rows(c.x)
-    expected = x.sum(axis=-1) / np.sqrt((x * x).mean(axis=-1) + c.eps)
-    b = _rows(torch.as_tensor(bound_rmsnorm(c.x, c.weight, c.eps, dtype).abs)).sum(axis=-1)
-    slack = 4 * (x.shape[-1] + 2) * U64 * np.abs(x).sum(axis=-1) / np.sqrt((x * x).mean(axis=-1) + c.eps)
-    assert_close(
-        _rows(y).sum(axis=-1),
-        expected,
-        b + slack,
-        what="Σ_i y_i per row",
-        expected_name="Σx/√(ms+eps)",
-        formula="Σ_i bound_i + 4(D+2)·u_64·Σ|x|/√(ms+eps)",
-    )
+    b = bounds.rmsnorm_row_sum(c.x, c.eps, dtype)
+    assert_close(_rows(y).sum(axis=-1), _uncentred_sum(c), b, what="Σ_i y_i per row", expected_name="Σx/√(ms+eps)")
 
 
 @law("RMSNorm")
@@ -177,16 +169,9 @@ def rmsnorm_rows_are_independent(impl: Implementation, dtype: DType, device: str
     note(rc)
     c = rc.case
     y, y2 = (_rows(rmsnorm_forward(impl, v, c.weight, c.eps, dtype, device))[rc.i] for v in (c.x, rc.other))
-    b = as_f64(torch.as_tensor(bound_rmsnorm(c.x.reshape(-1, c.x.shape[-1])[rc.i], c.weight, c.eps, dtype).abs))
-    assert_close(
-        y2,
-        y,
-        2 * b,
-        dtype=dtype,
-        what=f"row {rc.i} after changing the other rows",
-        expected_name="row with the original neighbours",
-        formula="2·bounds.rmsnorm (both vs one golden)",
-    )
+    b = bounds.between(bounds.rmsnorm(_rows(c.x)[rc.i], c.weight, c.eps, dtype))
+    what, name = f"row {rc.i} after changing the other rows", "row with the original neighbours"
+    assert_close(y2, y, b, what=what, expected_name=name)
 
 
 @law("RMSNorm")
@@ -247,24 +232,15 @@ def rmsnorm_confines_nonfinite_to_row(impl: Implementation, dtype: DType, device
     """A NaN or ±inf in row i leaves every other row finite and within 2·bound of its clean result."""
     rc = data.draw(S.row_cases(dtype), label="case")
     poison = data.draw(st.sampled_from((float("nan"), float("inf"), -float("inf"))), label="poison")
+    index = data.draw(st.integers(0, rc.case.x.shape[-1] - 1), label="poisoned element")
     note(rc)
-    c = rc.case
-    x = c.x.reshape(-1, c.x.shape[-1]).clone()
-    x[rc.i, data.draw(st.integers(0, x.shape[-1] - 1), label="poisoned element")] = poison
-    y = _rows(rmsnorm_forward(impl, x.reshape(c.x.shape), c.weight, c.eps, dtype, device))
-    clean = _rows(rmsnorm_forward(impl, c.x, c.weight, c.eps, dtype, device))
-    keep = np.arange(y.shape[0]) != rc.i
-    assert_finite(torch.from_numpy(y[keep]), what=f"rows other than the poisoned row {rc.i}")
-    b = _rows(torch.as_tensor(bound_rmsnorm(c.x, c.weight, c.eps, dtype).abs))
-    assert_close(
-        y[keep],
-        clean[keep],
-        2 * b[keep],
-        dtype=dtype,
-        what="other rows with a non-finite row present",
-        expected_name="clean result",
-        formula="2·bounds.rmsnorm",
+    c, keep = rc.case, np.arange(_rows(rc.case.x).shape[0]) != rc.i
+    y, clean = (
+        _rows(rmsnorm_forward(impl, v, c.weight, c.eps, dtype, device)) for v in (_poisoned(rc, poison, index), c.x)
     )
+    assert_finite(torch.from_numpy(y[keep]), what=f"rows other than the poisoned row {rc.i}")
+    b = bounds.between(bounds.rmsnorm(_rows(c.x)[keep], c.weight, c.eps, dtype))
+    assert_close(y[keep], clean[keep], b, what="other rows with a non-finite row present", expected_name="clean result")
 
 
 @law("RMSNorm", dtypes=(torch.bfloat16,))
@@ -276,17 +252,8 @@ def rmsnorm_bf16_drift_from_fp32_is_bounded(impl: Implementation, dtype: DType, 
     note(c)
     y16 = rmsnorm_forward(impl, c.x, c.weight, c.eps, dtype, device)
     y32 = rmsnorm_forward(impl, c.x.float(), c.weight.float(), c.eps, torch.float32, device)
-    b16 = as_f64(torch.as_tensor(bound_rmsnorm(c.x, c.weight, c.eps, dtype).abs))
-    b32 = as_f64(torch.as_tensor(bound_rmsnorm(c.x.float(), c.weight.float(), c.eps, torch.float32).abs))
-    drift = assert_close(
-        y16,
-        y32,
-        b16 + b32,
-        dtype=dtype,
-        what="bf16 result vs fp32 result",
-        expected_name="fp32 result",
-        formula="b_bf16 + b_fp32 (bounds.rmsnorm)",
-    )
+    b = bounds.rmsnorm_drift(c.x, c.weight, c.eps)
+    drift = assert_close(y16, y32, b, what="bf16 result vs fp32 result", expected_name="fp32 result")
     measure("max drift (bf16 ULP)", drift)
 
 
@@ -297,16 +264,9 @@ def rmsnorm_gradients_match_golden(impl: Implementation, dtype: DType, device: s
     gc = data.draw(S.rmsnorm_grad_cases(dtype), label="case")
     note(gc)
     c = gc.case
-    module = build_rmsnorm(impl, c.weight, c.eps, dtype, device)
-    x = c.x.to(device).requires_grad_(True)
-    weight = dict(module.named_parameters())["weight"]
-    dx, dw = backward(
-        call(module, x, component="RMSNorm", grad=True), gc.grad_out.to(device), [x, weight], component="RMSNorm"
-    )
-    if dx is None or dw is None:
-        fail(f"RMSNorm backward gives no gradient for {'x' if dx is None else 'weight'}")
-    gdx, gdw = golden_module().rmsnorm_vjp(c.x, c.weight, c.eps, gc.grad_out)
-    bdx, bdw = rmsnorm_vjp_bounds(c.x, c.weight, c.eps, gc.grad_out, gdx.hi, gdw.hi, dtype)
+    dx, dw = _grads(impl, gc, dtype, device)
+    gdx, gdw = golden.rmsnorm_vjp(c.x, c.weight, c.eps, gc.grad_out)
+    bdx, bdw = bounds.rmsnorm_vjp(c.x, c.weight, c.eps, gc.grad_out, dtype)
     assert_matches_golden(dx, gdx, bdx, what="dx", record=False)  # ULPs of cancelling sums say little
     assert_matches_golden(dw, gdw, bdw, what="dγ", record=False)
 

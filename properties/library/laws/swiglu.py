@@ -1,7 +1,9 @@
 """Laws of SwiGLU: y = W_down(silu(W_gate x) ⊙ W_up x), silu(z) = z·σ(z); W_gate, W_up (F, D), W_down (D, F).
 
-Bounds come from properties.bounds (forward) and from running error analysis (laws._oracle: backward, the
-elementwise gate). nn.Linear is not batch-invariant, so token independence is checked within the bound.
+Bounds come from ``properties.numerics.bounds`` (forward, backward, the elementwise gate, the invariants); the
+laws' weights are drawn with independent symmetric entries (``strategies.linear_weight``), so errors propagate
+through them with the random-sign model (``random_weights=True``). nn.Linear is not batch-invariant, so token
+independence is checked within the bound.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+import golden
 from golden import dd
 from properties.library import strategies as S
 from properties.library.assertions import (
@@ -25,16 +28,9 @@ from properties.library.assertions import (
 from properties.library.assertions import fail as _fail
 from properties.library.context import count_examples, measure
 from properties.library.harness import backward, build, build_swiglu, call, gradcheck, note, swiglu_forward
-from properties.library.oracle import (
-    DerivedBound,
-    bound_swiglu,
-    golden_module,
-    golden_swiglu,
-    silu_gate_bound,
-    swiglu_vjp_bounds,
-)
 from properties.library.subject import Implementation
 from properties.library.table import law
+from properties.numerics import bounds
 
 DType = torch.dtype
 Data = st.DataObject
@@ -44,15 +40,32 @@ PINS = S.SWIGLU_PINS
 NAMES = ("w_gate.weight", "w_up.weight", "w_down.weight")
 
 
-def _b(
-    case: S.SwiGLUCase,
-    dtype: torch.dtype,
-    w_down: torch.Tensor | None = None,
-    x: torch.Tensor | None = None,
-) -> np.ndarray:
-    x = case.x if x is None else x
-    wd = case.w_down if w_down is None else w_down
-    return as_f64(torch.as_tensor(bound_swiglu(x, case.w_gate, case.w_up, wd, dtype).abs))
+def _b(case: S.SwiGLUCase, dtype: torch.dtype) -> bounds.Bound:
+    """bounds.swiglu of the case (its weights are drawn: random signs)."""
+    return bounds.swiglu(case.x, case.w_gate, case.w_up, case.w_down, dtype, random_weights=True)
+
+
+def _tokens(y: torch.Tensor, i: int) -> np.ndarray:
+    return as_f64(y).reshape(-1, y.shape[-1])[i]
+
+
+def _sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", over="ignore"):  # inf − inf where an output overflows (not judged there)
+        return a + b
+
+
+def _grads(impl: Implementation, gc: S.GradCase, dtype: DType, device: str) -> list[torch.Tensor]:
+    """(dx, dW_gate, dW_up, dW_down) of the implementation for gc.grad_out; a missing gradient fails the law."""
+    c = gc.case
+    module = build_swiglu(impl, c.params, dtype, device)
+    x = c.x.to(device).requires_grad_(True)
+    params = dict(module.named_parameters())
+    y = call(module, x, component="SwiGLU", grad=True)
+    grads = backward(y, gc.grad_out.to(device), [x, *(params[n] for n in NAMES)], component="SwiGLU")
+    for name, got in zip(("dx", "dW_gate", "dW_up", "dW_down"), grads, strict=True):
+        if got is None:
+            _fail(f"SwiGLU backward gives no gradient {name}")
+    return grads
 
 
 @law("SwiGLU", cost=2)
@@ -64,9 +77,7 @@ def swiglu_matches_golden(impl: Implementation, dtype: DType, device: str, data:
     c = data.draw(S.swiglu_cases(dtype), label="case")
     note(c)
     y = swiglu_forward(impl, c.x, c.params, dtype, device)
-    assert_matches_golden(
-        y, golden_swiglu(c.x, c.w_gate, c.w_up, c.w_down), bound_swiglu(c.x, c.w_gate, c.w_up, c.w_down, dtype)
-    )
+    assert_matches_golden(y, golden.swiglu(c.x, c.w_gate, c.w_up, c.w_down), _b(c, dtype))
 
 
 @law("SwiGLU")
@@ -87,16 +98,15 @@ class _G:
 
 
 @functools.lru_cache(maxsize=4)
-def _silu_gate_golden(dtype: torch.dtype) -> tuple[torch.Tensor, _G, DerivedBound]:
+def _silu_gate_golden(dtype: torch.dtype) -> tuple[torch.Tensor, _G, bounds.Bound]:
     """All finite values of a 16-bit dtype as an (N, 1) tensor, golden silu(x)·x and its bound.
 
     D = F = 1: one value per token, so an overflowing product (inf) cannot meet a zero weight (0·inf = NaN).
     """
     x = S.all_finite_values(dtype).reshape(-1, 1)
-    s = golden_module().silu(x)
-    xf = as_f64(x)
-    prod = dd.mul_d(dd.DD(np.asarray(s.hi), np.asarray(s.lo)), xf)
-    return x, _G(np.asarray(prod.hi), np.asarray(prod.lo)), silu_gate_bound(xf, np.asarray(prod.hi), dtype)
+    s = golden.silu(x)
+    prod = dd.mul_d(dd.DD(np.asarray(s.hi), np.asarray(s.lo)), as_f64(x))
+    return x, _G(np.asarray(prod.hi), np.asarray(prod.lo)), bounds.silu_gate(x, dtype)
 
 
 @law("SwiGLU", dtypes=(torch.bfloat16, torch.float16))
@@ -119,15 +129,7 @@ def swiglu_is_invariant_to_hidden_permutation(impl: Implementation, dtype: DType
     y = swiglu_forward(impl, c.x, c.params, dtype, device)
     permuted = {"w_gate.weight": c.w_gate[perm], "w_up.weight": c.w_up[perm], "w_down.weight": c.w_down[:, perm]}
     yp = swiglu_forward(impl, c.x, permuted, dtype, device)
-    assert_close(
-        yp,
-        y,
-        2 * _b(c, dtype),
-        dtype=dtype,
-        what="y with permuted hidden units",
-        expected_name="y",
-        formula="2·bounds.swiglu",
-    )
+    assert_close(yp, y, bounds.between(_b(c, dtype)), what="y with permuted hidden units", expected_name="y")
 
 
 @law("SwiGLU")
@@ -136,18 +138,11 @@ def swiglu_tokens_are_independent(impl: Implementation, dtype: DType, device: st
     """Token i's output depends only on token i: redrawing every other token moves y_i by at most 2·bound."""
     tc = data.draw(S.swiglu_token_cases(dtype), label="case")
     note(tc)
-    c, D = tc.case, tc.case.x.shape[-1]
-    y, y2 = (as_f64(swiglu_forward(impl, v, c.params, dtype, device)).reshape(-1, D)[tc.i] for v in (c.x, tc.other))
-    b = _b(c, dtype).reshape(-1, D)[tc.i]
-    assert_close(
-        y2,
-        y,
-        2 * b,
-        dtype=dtype,
-        what=f"token {tc.i} after changing the others",
-        expected_name="token with the original neighbours",
-        formula="2·bounds.swiglu",
-    )
+    c = tc.case
+    y, y2 = (_tokens(swiglu_forward(impl, v, c.params, dtype, device), tc.i) for v in (c.x, tc.other))
+    b = bounds.between(bounds.swiglu(_tokens(c.x, tc.i), c.w_gate, c.w_up, c.w_down, dtype, random_weights=True))
+    what, name = f"token {tc.i} after changing the others", "token with the original neighbours"
+    assert_close(y2, y, b, what=what, expected_name=name)
 
 
 @law("SwiGLU")
@@ -159,33 +154,12 @@ def swiglu_is_linear_in_w_down(impl: Implementation, dtype: DType, device: str, 
     seed = data.draw(st.integers(0, 2**32), label="split seed")
     note(c)
     w1 = S.linear_weight(*c.w_down.shape, dtype, seed, c.scale)
-    w2 = (c.w_down.double() - w1.double()).to(dtype)
-    ys = [
+    w2 = (c.w_down.double() - w1.double()).to(dtype)  # W₂ = W − W₁ rounded to the dtype (in the bound)
+    y, y1, y2 = (
         as_f64(swiglu_forward(impl, c.x, {**c.params, "w_down.weight": w}, dtype, device)) for w in (c.w_down, w1, w2)
-    ]
-    h = _hidden(c)  # silu(W_g x) ⊙ W_u x, exactly enough in fp64
-    split = np.abs(h) @ np.abs(as_f64(c.w_down) - as_f64(w1) - as_f64(w2)).T  # W is rounded in w₂'s dtype
-    allowed = _b(c, dtype) + _b(c, dtype, w1) + _b(c, dtype, w2) + split * (1 + 2.0**-40)
-    big = torch.finfo(dtype).max / 2  # outputs or hidden units that may overflow the dtype are not compared
-    keep = np.isfinite(allowed) & (np.abs(h).max(axis=-1, keepdims=True) < big)
-    keep &= np.all([np.abs(h @ as_f64(w).T) < big for w in (c.w_down, w1, w2)], axis=0)
-    with np.errstate(invalid="ignore"):  # inf − inf outside ``keep``
-        total = ys[1] + ys[2]
-    assert_close(
-        ys[0][keep],
-        total[keep],
-        allowed[keep],
-        dtype=dtype,
-        what="f(W_down) vs f(W₁) + f(W₂)",
-        expected_name="f(W₁)+f(W₂)",
-        formula="b(W) + b(W₁) + b(W₂) + |h|·|W − W₁ − W₂|",
     )
-
-
-def _hidden(c: S.SwiGLUCase) -> np.ndarray:
-    x, wg, wu = as_f64(c.x), as_f64(c.w_gate), as_f64(c.w_up)
-    a = x @ wg.T
-    return a / (1 + np.exp(-np.clip(a, -700, 700))) * (x @ wu.T)
+    b = bounds.swiglu_linearity(c.x, c.w_gate, c.w_up, c.w_down, w1, w2, dtype)
+    assert_close(y, _sum(y1, y2), b, what="f(W_down) vs f(W₁) + f(W₂)", expected_name="f(W₁)+f(W₂)")
 
 
 @law("SwiGLU")
@@ -219,18 +193,9 @@ def swiglu_bf16_drift_from_fp32_is_bounded(impl: Implementation, dtype: DType, d
     c = data.draw(S.swiglu_cases(dtype), label="case")
     note(c)
     y16 = swiglu_forward(impl, c.x, c.params, dtype, device)
-    p32 = {k: v.float() for k, v in c.params.items()}
-    y32 = swiglu_forward(impl, c.x.float(), p32, torch.float32, device)
-    b32 = as_f64(torch.as_tensor(bound_swiglu(c.x.float(), *(p32[n] for n in NAMES), torch.float32).abs))
-    drift = assert_close(
-        y16,
-        y32,
-        _b(c, dtype) + b32,
-        dtype=dtype,
-        what="bf16 result vs fp32 result",
-        expected_name="fp32 result",
-        formula="b_bf16 + b_fp32 (bounds.swiglu)",
-    )
+    y32 = swiglu_forward(impl, c.x.float(), {k: v.float() for k, v in c.params.items()}, torch.float32, device)
+    b = bounds.swiglu_drift(c.x, c.w_gate, c.w_up, c.w_down)
+    drift = assert_close(y16, y32, b, what="bf16 result vs fp32 result", expected_name="fp32 result")
     measure("max drift (bf16 ULP)", drift)
 
 
@@ -242,20 +207,10 @@ def swiglu_gradients_match_golden(impl: Implementation, dtype: DType, device: st
     gc = data.draw(S.swiglu_grad_cases(dtype), label="case")
     note(gc)
     c = gc.case
-    module = build_swiglu(impl, c.params, dtype, device)
-    x = c.x.to(device).requires_grad_(True)
-    params = dict(module.named_parameters())
-    grads = backward(
-        call(module, x, component="SwiGLU", grad=True),
-        gc.grad_out.to(device),
-        [x, *(params[n] for n in NAMES)],
-        component="SwiGLU",
-    )
-    gold = golden_module().swiglu_vjp(c.x, c.w_gate, c.w_up, c.w_down, gc.grad_out)
-    bnds = swiglu_vjp_bounds(c.x, c.w_gate, c.w_up, c.w_down, gc.grad_out, tuple(g.hi for g in gold), dtype)
+    grads = _grads(impl, gc, dtype, device)
+    gold = golden.swiglu_vjp(c.x, c.w_gate, c.w_up, c.w_down, gc.grad_out)
+    bnds = bounds.swiglu_vjp(c.x, c.w_gate, c.w_up, c.w_down, gc.grad_out, dtype)
     for name, got, g, b in zip(("dx", "dW_gate", "dW_up", "dW_down"), grads, gold, bnds, strict=True):
-        if got is None:
-            _fail(f"SwiGLU backward gives no gradient {name}")
         assert_matches_golden(got, g, b, what=name, record=False)
 
 

@@ -1,0 +1,209 @@
+"""Exact emulation of the reduction orders real kernels use, and of RMSNorm / SwiGLU / attention built on them.
+
+Every operation runs in numpy in the compute dtype c (float32 or float64), which rounds each result to nearest-even
+— the arithmetic of the kernel being emulated, operation by operation. Rounding to the storage dtype t (fp16, bf16)
+goes through torch's round-to-nearest-even conversion. Terms are (rows, n) arrays; a reduction returns (rows,).
+
+Orders (the kernels they stand for):
+
+    sequential      one accumulator, left to right (a naive loop; BLAS inner kernels for small n)
+    reversed        right to left
+    lanes<L>        L accumulators, lane j sums terms j, j+L, …, lanes combined by a tree at the end (inductor's
+                    vectorised CPU reductions: 8 or 16 lanes; CUDA/Triton per-thread loops: 32…1024 lanes)
+    pairwise        a balanced binary tree (numpy's pairwise sum, torch's cascade sum)
+    blocked<m>      sequential runs of m terms, the run sums added sequentially (OpenBLAS/MKL kc blocking)
+    splitk<s>       s contiguous chunks each sequential, the s partial sums added sequentially (split-K GEMMs)
+    kahan           compensated sequential summation
+    fma             sequential fused multiply-add acc + a·b with one rounding (fp32 only: emulated in fp64, where a·b
+                    is exact; the extra rounding of the fp64 sum moves the result by ≤ 2^-29 relatively)
+
+The bounds must admit every one of them on every input: tests/numerics/test_reduction_orders.py.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+ORDERS = (
+    "sequential",
+    "reversed",
+    "lanes2",
+    "lanes8",
+    "lanes16",
+    "lanes128",
+    "pairwise",
+    "blocked384",
+    "splitk4",
+    "splitk16",
+    "kahan",
+)
+DOT_ORDERS = (*ORDERS, "fma")
+
+
+def _pad(t: np.ndarray, multiple: int) -> np.ndarray:
+    n = t.shape[-1]
+    extra = (-n) % multiple
+    return t if extra == 0 else np.concatenate([t, np.zeros((*t.shape[:-1], extra), t.dtype)], axis=-1)
+
+
+def _sequential(t: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Left to right with one accumulator: ufunc.accumulate is defined as r_k = r_(k−1) + t_k, each step rounded."""
+    if t.shape[axis] == 0:
+        return np.zeros(np.delete(t.shape, axis), t.dtype)
+    return np.take(np.add.accumulate(t, axis=axis, dtype=t.dtype), -1, axis=axis)
+
+
+def _tree(t: np.ndarray) -> np.ndarray:
+    """Balanced binary tree over the last axis (zeros pad to a power of two: adding 0 is exact)."""
+    n = t.shape[-1]
+    t = _pad(t, 1 << max(0, math.ceil(math.log2(max(n, 1)))))
+    while t.shape[-1] > 1:
+        t = t[..., 0::2] + t[..., 1::2]
+    return t[..., 0]
+
+
+def _lanes(t: np.ndarray, L: int) -> np.ndarray:
+    t = _pad(t, L)
+    lanes = t.reshape(*t.shape[:-1], -1, L)  # (..., n/L, L): lane j holds terms j, j+L, …
+    return _tree(_sequential(lanes, axis=-2))
+
+
+def _chunks(t: np.ndarray, size: int) -> np.ndarray:
+    t = _pad(t, size)
+    parts = t.reshape(*t.shape[:-1], -1, size)  # (..., chunks, size)
+    return _sequential(_sequential(parts))  # within each chunk, then the chunk sums
+
+
+def _kahan(t: np.ndarray) -> np.ndarray:
+    s = np.zeros(t.shape[:-1], t.dtype)
+    comp = np.zeros_like(s)
+    for k in range(t.shape[-1]):
+        y = t[..., k] - comp
+        new = s + y
+        comp = (new - s) - y
+        s = new
+    return s
+
+
+def reduce(terms: np.ndarray, order: str) -> np.ndarray:
+    """Σ over the last axis of ``terms`` (in its own dtype, every addition rounded) in ``order``."""
+    if order == "sequential":
+        return _sequential(terms)
+    if order == "reversed":
+        return _sequential(terms[..., ::-1])
+    if order.startswith("lanes"):
+        return _lanes(terms, int(order[5:]))
+    if order == "pairwise":
+        return _tree(terms)
+    if order.startswith("blocked"):
+        return _chunks(terms, int(order[7:]))
+    if order.startswith("splitk"):
+        return _chunks(terms, max(1, math.ceil(terms.shape[-1] / int(order[6:]))))
+    if order == "kahan":
+        return _kahan(terms)
+    raise ValueError(f"unknown order {order!r}")
+
+
+def dot(a: np.ndarray, b: np.ndarray, order: str) -> np.ndarray:
+    """Σ_k a_k·b_k over the last axis in a's dtype: products rounded, then ``reduce``; "fma" fuses them (fp32)."""
+    if order != "fma":
+        return reduce(a * b, order)
+    if a.dtype != np.float32:
+        raise ValueError("fma is emulated for float32 only")
+    acc = np.zeros(np.broadcast_shapes(a.shape, b.shape)[:-1], np.float32)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    for k in range(a.shape[-1]):
+        acc = (acc + a64[..., k] * b64[..., k]).astype(np.float32)
+    return acc
+
+
+def matvec(x: np.ndarray, W: np.ndarray, order: str) -> np.ndarray:
+    """x Wᵀ (nn.Linear): x (N, n), W (m, n) → (N, m), every dot product in ``order``."""
+    return dot(x[:, None, :], W[None, :, :], order)
+
+
+def compute_dtype(t: torch.dtype) -> type:
+    return np.float64 if t == torch.float64 else np.float32
+
+
+def to_t(a: np.ndarray, t: torch.dtype) -> np.ndarray:
+    """Round to the storage dtype t (RNE) and back to the compute dtype."""
+    c = compute_dtype(t)
+    if t in (torch.float32, torch.float64):
+        return a.astype(c)
+    return torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)).to(t).float().numpy().astype(c)
+
+
+def _exp(a: np.ndarray) -> np.ndarray:
+    """exp in c correctly rounded (evaluated in fp64 and rounded once): the sums are what is under test."""
+    with np.errstate(over="ignore"):
+        return np.exp(a.astype(np.float64)).astype(a.dtype)
+
+
+def _silu(a: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        z = a.astype(np.float64)
+        return (z / (1 + np.exp(-z))).astype(a.dtype)
+
+
+def rmsnorm(x: np.ndarray, w: np.ndarray, eps: float, t: torch.dtype, order: str, hf: bool = False) -> np.ndarray:
+    """RMSNorm of rows x (values of t) in c with Σx² in ``order``: y = x·rsqrt(Σx²/D + eps)·w rounded to t once
+    (the reference), or with HF-Llama's two roundings (x·r to t, then ·w to t)."""
+    c = compute_dtype(t)
+    xc, wc = x.astype(c), w.astype(c)
+    S = reduce(xc * xc, order)[..., None]
+    r = c(1) / np.sqrt(S / c(x.shape[-1]) + c(eps))
+    if hf:
+        return to_t(to_t(xc * r, t) * wc, t)
+    return to_t(xc * r * wc, t)
+
+
+def swiglu(x: np.ndarray, wg: np.ndarray, wu: np.ndarray, wd: np.ndarray, t: torch.dtype, order: str):
+    """SwiGLU of rows x with every dot product in ``order``, in both conventions at once: (fused, hf) — one
+    rounding at the end (a fused kernel), and HF's module-dtype chain (g, u, silu, h rounded to t)."""
+    c = compute_dtype(t)
+    xc, wgc, wuc, wdc = (a.astype(c) for a in (x, wg, wu, wd))
+    g, u = matvec(xc, wgc, order), matvec(xc, wuc, order)  # the same dot products for both conventions
+    fused = _silu(g) * u
+    gt, ut = to_t(g, t), to_t(u, t)
+    hf = to_t(to_t(_silu(gt), t) * ut, t)
+    y = to_t(matvec(np.concatenate([fused, hf]), wdc, order), t)
+    return y[: x.shape[0]], y[x.shape[0] :]
+
+
+def attention(x: np.ndarray, W: tuple[np.ndarray, ...], H: int, G: int, theta: float, t: torch.dtype, order: str):
+    """The reference attention (projections rounded to t, RoPE / scores / softmax / p·v in c, heads rounded to t
+    before W_o) with every dot product and the softmax sum in ``order``. x (B, T, D)."""
+    c = compute_dtype(t)
+    B, T, D = x.shape
+    K = D // H
+    wq, wk, wv, wo = (w.astype(c) for w in W)
+    flat = x.reshape(B * T, D).astype(c)
+
+    def proj(w: np.ndarray, n: int) -> np.ndarray:
+        return to_t(matvec(flat, w, order), t).reshape(B, T, n, K).transpose(0, 2, 1, 3)  # (B, n, T, K)
+
+    q, k, v = proj(wq, H), proj(wk, G), proj(wv, G)
+    inv = (c(1) / c(theta) ** (np.arange(0, K, 2, dtype=c) / c(K))).astype(c)
+    ang = np.arange(T, dtype=c)[:, None] * inv[None, :]
+    ang = np.concatenate([ang, ang], axis=-1)
+    cos, sin = (f(ang.astype(np.float64)).astype(c) for f in (np.cos, np.sin))
+
+    def rope(a: np.ndarray) -> np.ndarray:
+        half = K // 2
+        rot = np.concatenate([-a[..., half:], a[..., :half]], axis=-1)
+        return a * cos + rot * sin
+
+    q, k = rope(q), rope(k)
+    k, v = np.repeat(k, H // G, axis=1), np.repeat(v, H // G, axis=1)
+    scores = dot(q[:, :, :, None, :], k[:, :, None, :, :], order) / c(math.sqrt(K))  # (B, H, T, T)
+    causal = np.tril(np.ones((T, T), dtype=bool))
+    scores = np.where(causal, scores, c(-np.inf))
+    e = np.where(causal, _exp(scores - scores.max(axis=-1, keepdims=True)), c(0))
+    p = e / reduce(e, "sequential" if order == "fma" else order)[..., None]  # (a sum: no products to fuse)
+    o = dot(p[:, :, :, None, :], np.swapaxes(v, -1, -2)[:, :, None, :, :], order)  # (B, H, T, K)
+    heads = to_t(o.transpose(0, 2, 1, 3).reshape(B * T, H * K), t)
+    return to_t(matvec(heads, wo, order), t).reshape(B, T, D)
