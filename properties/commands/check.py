@@ -22,9 +22,10 @@ from typing import Any
 
 import torch
 
-from golden.formats import NAMES, fmt
+from golden.formats import fmt
 from properties import __version__
 from properties.commands import arguments, baseline
+from properties.commands.report import CHECK_SCHEMA, LEGEND, Progress, format_table, wrap
 from properties.library.conventions import parse_all
 from properties.library.subject import COMPONENTS
 from properties.running import expectations, profiles
@@ -34,7 +35,7 @@ from properties.running.workers import Pool, SubjectInfo, default_memory_limit, 
 
 __all__ = ["SCHEMA", "exit_status", "format_table", "register", "report", "run_check", "write_report"]
 
-SCHEMA = "nanolm-verify/report/v1"
+SCHEMA = CHECK_SCHEMA
 
 
 # ---------------------------------------------------------------------------------------------- the report
@@ -124,33 +125,8 @@ def write_report(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
 # ---------------------------------------------------------------------------------------------- the table
 
 
-_MARK = {"passed": "ok", "failed": "FAIL", "skipped": "skip", "error": "ERROR", "xfailed": "xfail", "xpassed": "XPASS"}
 STATUSES = ("passed", "failed", "skipped", "error", "xfailed", "xpassed")
-
-
-def _cell(r: LawResult | None) -> str:
-    if r is None:
-        return "·"
-    if r.status == "passed" and r.max_ulp is not None:
-        return f"ok {r.max_ulp:.3g}"
-    return _MARK[r.status]
-
-
-def format_table(results: Sequence[LawResult]) -> str:
-    """component × law × dtype (× device) → ok [max ULP] / FAIL / skip / ERROR; "·": law not defined for the dtype."""
-    devices = list(dict.fromkeys(r.device for r in results))
-    cols = [(dev, dt) for dev in devices for dt in NAMES]
-    index = {(r.law_id, r.device, r.dtype): r for r in results}
-    laws = list(dict.fromkeys((r.component, r.law_id) for r in results))
-    width = max([len(law_id.split(".", 1)[1]) for _, law_id in laws] + [10])
-    head = f"{'component':9}  {'law':{width}}  " + "  ".join(
-        f"{dt + ('@' + dev if len(devices) > 1 else ''):>10}" for dev, dt in cols
-    )
-    lines = [head, "-" * len(head)]
-    for component, law_id in laws:
-        cells = "  ".join(f"{_cell(index.get((law_id, dev, dt))):>10}" for dev, dt in cols)
-        lines.append(f"{component:9}  {law_id.split('.', 1)[1]:{width}}  {cells}")
-    return "\n".join(lines)
+_MARK = {"passed": "ok", "failed": "FAIL", "skipped": "skip", "error": "ERROR", "xfailed": "xfail", "xpassed": "XPASS"}
 
 
 def _summary_line(results: Sequence[LawResult], seconds: float) -> str:
@@ -252,7 +228,9 @@ def main(args: argparse.Namespace) -> int:
     if args.list:
         for law in select_laws(None):
             dts = ",".join(fmt(d).name for d in law.dtypes)
-            print(f"{law.id:58} [{dts}]\n    {law.doc}")
+            head = f"{law.id}  [{dts}]"
+            print(head if len(head) <= 80 else f"{law.id}\n  [{dts}]")
+            print("\n".join("    " + line.strip() for line in wrap(law.doc, width=76)))
         return 0
     try:  # every argument, before any work
         spec = arguments.implementation(args.impl)
@@ -298,11 +276,11 @@ def main(args: argparse.Namespace) -> int:
             if component in info.provided and declared.summary():
                 print(f"  declared {component}: {declared.summary()}")
 
-        def progress(r: LawResult) -> None:
-            if not args.quiet and sys.stderr.isatty():
-                print(f"\r  {r.law_id} {r.dtype} {r.device}: {r.status}".ljust(100)[:100], end="", file=sys.stderr)
-
-        results = [r for r in pool.run(tasks, on_result=progress) if r is not None]
+        progress = Progress(len(tasks), quiet=args.quiet)
+        try:
+            results = [r for r in pool.run(tasks, on_result=progress) if r is not None]
+        finally:
+            progress.close()
         interrupted = pool.interrupted
     seconds = time.perf_counter() - start
     if mine or not args.no_expectations:
@@ -312,13 +290,8 @@ def main(args: argparse.Namespace) -> int:
             results = expectations.apply(results, info, entries)
         for w in caught:
             print(f"expectations: {w.message}", file=sys.stderr)
-    if not args.quiet and sys.stderr.isatty():
-        print("\r" + " " * 100 + "\r", end="", file=sys.stderr)
     print(format_table(results))
-    print(
-        "cells: ok [max ULP error against golden] | FAIL | skip | ERROR (suite bug) | xfail (expected failure) | "
-        "XPASS (expected to fail, passed) | · (law not defined for dtype)"
-    )
+    print(LEGEND)
     problems = [r for r in results if r.status in ("failed", "error", "xpassed")]
     for r in problems:
         msg = r.message if not args.quiet else r.message.splitlines()[0]

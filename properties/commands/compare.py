@@ -30,6 +30,7 @@ import torch
 from golden.formats import NAMES, fmt
 from nanolm_core import ModelConfig
 from properties import __version__
+from properties.commands.report import headroom_text
 from properties.numerics.bounds import accuracy_class as _accuracy_class
 from properties.running import expectations
 from properties.running.loading import COMPONENTS, Implementation, ImplementationError, load
@@ -92,6 +93,8 @@ class Cell:
     max_ulp: float | None = None
     p99_ulp: float | None = None
     worst_law: str | None = None
+    headroom: float | None = None  # max error ÷ bound over every law of the cell (≤ 1 passes)
+    headroom_law: str | None = None
     worst_input: dict[str, Any] | None = None
     batch_invariant: bool | None = None
     batch_source: str = ""
@@ -149,6 +152,9 @@ def build_cells(impl_name: str, results: Iterable[Any]) -> list[Cell]:
         max_ulp, p99 = _num(r.get("max_ulp")), _num(r.get("p99_ulp"))
         if max_ulp is not None and (cell.max_ulp is None or max_ulp > cell.max_ulp):
             cell.max_ulp, cell.worst_law, cell.worst_input = max_ulp, r["law_id"], r.get("worst_input")
+        room = _num(r.get("headroom"))
+        if room is not None and r["status"] != "skipped" and (cell.headroom is None or room > cell.headroom):
+            cell.headroom, cell.headroom_law = room, r["law_id"]
         if p99 is not None:
             cell.p99_ulp = p99 if cell.p99_ulp is None else max(cell.p99_ulp, p99)
         if "batch" in r["law_id"] and r["status"] in ("passed", "failed", "xfailed", "xpassed"):
@@ -328,6 +334,7 @@ _HEADER = (
     "dtype",
     "device",
     "laws passed",
+    "headroom",
     "max ULP",
     "p99 ULP",
     "accuracy class",
@@ -343,6 +350,7 @@ def _row(cell: Cell) -> tuple[str, ...]:
         cell.dtype,
         cell.device,
         cell.laws_text,
+        headroom_text(cell.headroom, failed=bool(cell.headroom and cell.headroom > 1)) or "—",
         _fmt(cell.max_ulp),
         _fmt(cell.p99_ulp),
         cell.accuracy,
@@ -481,16 +489,17 @@ def render_html(report: dict[str, Any]) -> str:
             first = ' class="first"' if previous is not None and cell.impl != previous else ""
             previous = cell.impl
             batch = _BATCH_HTML[cell.batch_invariant]
-            if row[7].endswith("(probe)"):
+            if row[8].endswith("(probe)"):
                 batch += ' <span class="none" title="measured by compare, no law covers it">(probe)</span>'
             worst_json = e(json.dumps(cell.worst_input, indent=1)) if cell.worst_input else ""
             worst = (
-                f"<details><summary>{e(row[8])}</summary><pre>{worst_json}</pre></details>" if worst_json else e(row[8])
+                f"<details><summary>{e(row[9])}</summary><pre>{worst_json}</pre></details>" if worst_json else e(row[9])
             )
             out.append(
                 f"<tr{first}><td><b>{e(row[0])}</b></td><td>{e(row[1])}</td><td>{e(row[2])}</td>"
                 f"<td>{_laws_cell(cell)}</td><td class=num>{row[4]}</td><td class=num>{row[5]}</td>"
-                f"<td>{_class_badge(cell)}</td><td>{batch}</td><td class=worst>{worst}</td></tr>"
+                f"<td class=num>{row[6]}</td><td>{_class_badge(cell)}</td><td>{batch}</td>"
+                f"<td class=worst>{worst}</td></tr>"
             )
         out.append("</tbody></table>")
     out += [

@@ -45,6 +45,7 @@ __all__ = [
     "measure",
     "open_context",
     "record_error",
+    "record_headroom",
 ]
 
 CAUSES = ("law", "contract", "crash", "timeout")
@@ -92,6 +93,8 @@ class Recorder:
     p99_ulp: float | None = None
     worst_input: dict[str, Any] | None = None
     failing_input: dict[str, Any] | None = None
+    headroom: float | None = None  # max error ÷ bound over the run's comparisons (≤ 1 passes)
+    bound: dict[str, Any] | None = None  # the bound where that maximum was reached: abs, ulps, formula
     current_input: dict[str, Any] = dataclasses.field(default_factory=dict)
     measurements: dict[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -170,6 +173,17 @@ def record_error(max_ulp: float, p99_ulp: float | None = None, **where: Any) -> 
         rec.worst_input = {**rec.current_input, **{k: jsonable(v) for k, v in where.items()}}
     if p99_ulp is not None and not math.isnan(p99_ulp):
         rec.p99_ulp = float(p99_ulp) if rec.p99_ulp is None else max(rec.p99_ulp, float(p99_ulp))
+
+
+def record_headroom(headroom: float, **bound: Any) -> None:
+    """Record one comparison's headroom (max error ÷ bound); the run keeps the maximum and its bound."""
+    ctx = _CONTEXT.get()
+    if ctx is None or headroom is None or math.isnan(headroom):
+        return
+    rec = ctx.recorder
+    if rec.headroom is None or headroom > rec.headroom:
+        rec.headroom = float(headroom)
+        rec.bound = {k: jsonable(v) for k, v in bound.items()}
 
 
 def count_examples(n: int) -> None:

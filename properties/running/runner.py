@@ -86,6 +86,9 @@ class LawResult:
     seed: int | None = None
     measurements: dict[str, Any] = dataclasses.field(default_factory=dict)
     law: str = ""  # the law's statement (its docstring's first sentence)
+    headroom: float | None = None  # max error ÷ bound over the law's examples (≤ 1 passes; the number to watch)
+    bound: dict[str, Any] | None = None  # the bound where the max headroom was reached: abs, ulps, formula
+    counterexample: str | None = None  # failed: the .pt file that ``nanolm-verify replay`` re-runs
 
     @property
     def passed(self) -> bool:
@@ -94,7 +97,7 @@ class LawResult:
     def to_json(self) -> dict[str, Any]:
         """One JSON-able report record."""
         record = dataclasses.asdict(self)
-        for key in ("max_ulp", "p99_ulp", "duration"):
+        for key in ("max_ulp", "p99_ulp", "duration", "headroom"):
             value = record[key]
             if isinstance(value, float) and not math.isfinite(value):
                 record[key] = repr(value)
@@ -245,8 +248,9 @@ def run_law(
     if result.status == "failed":  # a law without @given fails on its one (enumerated) check
         result.found_after = rec.first_failure if law.uses_hypothesis else max(rec.examples, 1)
     result.max_ulp, result.p99_ulp = rec.max_ulp, rec.p99_ulp
+    result.headroom, result.bound = rec.headroom, rec.bound
     result.worst_input = rec.failing_input if result.status == "failed" and rec.failing_input else rec.worst_input
-    result.measurements = rec.measurements
+    result.measurements = {**rec.measurements, **result.measurements}
     return result
 
 

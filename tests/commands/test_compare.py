@@ -97,7 +97,7 @@ def test_highlights_name_the_differing_accuracy_classes_with_numbers(report):
 def test_markdown_and_html_show_the_numbers_classes_and_conventions(report, tmp_path):
     md, page, results = compare.write(report, tmp_path)
     text = md.read_text()
-    assert "| torch | bf16 | cpu | 2/2 | 0.5 | 0.25 | correctly rounded | yes (probe) |" in text
+    assert "| torch | bf16 | cpu | 2/2 | — | 0.5 | 0.25 | correctly rounded | yes (probe) |" in text
     assert "two roundings" in text  # hf-llama's declared convention
     body = page.read_text()
     assert body.startswith("<!doctype html>") and "<script" not in body
