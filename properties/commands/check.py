@@ -25,7 +25,7 @@ import torch
 from golden.formats import fmt
 from properties import __version__
 from properties.commands import arguments, baseline
-from properties.commands.report import CHECK_SCHEMA, LEGEND, Progress, format_table, wrap
+from properties.commands.report import CHECK_SCHEMA, LEGEND, Progress, format_table, wrap, wrap_block
 from properties.library.conventions import parse_all
 from properties.library.subject import COMPONENTS
 from properties.running import expectations, profiles
@@ -33,7 +33,17 @@ from properties.running.loading import ImplementationError
 from properties.running.runner import LawResult, UsageError, plan, run_check, select_laws
 from properties.running.workers import Pool, SubjectInfo, default_memory_limit, default_workers
 
-__all__ = ["SCHEMA", "exit_status", "format_table", "register", "report", "run_check", "write_report"]
+__all__ = [
+    "SCHEMA",
+    "exit_status",
+    "failure_text",
+    "format_table",
+    "register",
+    "report",
+    "run_check",
+    "write_counterexamples",
+    "write_report",
+]
 
 SCHEMA = CHECK_SCHEMA
 
@@ -174,6 +184,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--seed", type=int, default=None, help="Hypothesis seed (overrides derandomization)")
     p.add_argument("--json", dest="json_path", default=None, metavar="PATH", help="write the JSON report here")
     p.add_argument(
+        "--artifacts",
+        default=None,
+        metavar="DIR",
+        help="write each failure's counterexample (.pt, for nanolm-verify replay) here "
+        "(default: PATH-counterexamples/ beside --json; none without either)",
+    )
+    p.add_argument(
         "--threads",
         type=int,
         default=1,
@@ -244,6 +261,7 @@ def main(args: argparse.Namespace) -> int:
         timeout = arguments.positive(args.timeout if args.timeout is not None else prof.timeout, "--timeout")
         memory = arguments.positive(args.memory_limit, "--memory-limit") if args.memory_limit is not None else None
         json_path = arguments.output_file(args.json_path, "--json")
+        artifacts = arguments.output_dir(args.artifacts, "--artifacts") if args.artifacts is not None else None
         if args.baseline is not None:
             path = Path(args.baseline)
             if path.exists():
@@ -292,15 +310,16 @@ def main(args: argparse.Namespace) -> int:
             print(f"expectations: {w.message}", file=sys.stderr)
     print(format_table(results))
     print(LEGEND)
+    folder = artifacts or (json_path.parent / f"{json_path.stem}-counterexamples" if json_path else None)
+    saved = write_counterexamples(results, folder) if folder else 0
     problems = [r for r in results if r.status in ("failed", "error", "xpassed")]
     for r in problems:
-        msg = r.message if not args.quiet else r.message.splitlines()[0]
-        found = f", found after {r.found_after} example(s)" if r.found_after else ""
-        cause = f", cause: {r.cause}" if r.cause else ""
-        print(
-            f"\n{_MARK[r.status]} {r.law_id} [{r.dtype}, {r.device}{found}{cause}]\n  {r.law}\n"
-            + "\n".join("  " + line for line in msg.splitlines())
-        )
+        print("\n" + failure_text(r, brief=args.quiet))
+    unsaved = [r for r in results if r.replay_data and not r.counterexample]
+    if unsaved:
+        print(f"\n{len(unsaved)} counterexample(s) not saved: pass --artifacts DIR or --json PATH to replay them")
+    elif saved:
+        print(f"\n{saved} counterexample(s) saved in {folder}")
     skipped = sorted({r.message for r in results if r.status == "skipped"})
     if skipped:
         print("\nskip reasons: " + "; ".join(skipped[:6]) + (" …" if len(skipped) > 6 else ""))
@@ -320,6 +339,36 @@ def main(args: argparse.Namespace) -> int:
     if args.baseline:
         status = max(status, _apply_baseline(results, Path(args.baseline), info, prof.name, args.seed))
     return status
+
+
+def failure_text(r: LawResult, brief: bool = False) -> str:
+    """The block printed for a failed / error / XPASS result (``check`` and ``replay``)."""
+    msg = r.message if not brief else r.message.splitlines()[0]
+    found = f"found after {r.found_after} example(s)" if r.found_after else ""
+    cause = ", ".join(part for part in (f"cause: {r.cause}" if r.cause else "", found) if part)
+    lines = [f"{_MARK[r.status]} {r.law_id} [{r.dtype}, {r.device}]" + (f" {cause}" if cause else ""), f"  {r.law}"]
+    lines += ["  " + line for line in msg.splitlines()]
+    if r.counterexample:
+        lines.append(f"replay: nanolm-verify replay {r.counterexample}")
+    return wrap_block("\n".join(lines))
+
+
+def counterexample_name(r: LawResult) -> str:
+    """``RMSNorm.rmsnorm_matches_golden-fp32-cpu.pt`` (no characters a shell would expand)."""
+    return f"{r.law_id}-{r.dtype}-{r.device.replace(':', '_')}.pt"
+
+
+def write_counterexamples(results: Sequence[LawResult], folder: Path) -> int:
+    """Write each failure's counterexample file into ``folder``; set ``counterexample`` to its path → count."""
+    count = 0
+    for r in results:
+        if r.replay_data and r.status == "failed":
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / counterexample_name(r)
+            path.write_bytes(r.replay_data)
+            r.counterexample = str(path)
+            count += 1
+    return count
 
 
 def _apply_baseline(results: Sequence[LawResult], path: Path, impl: SubjectInfo, profile: str, seed: int | None) -> int:

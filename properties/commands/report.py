@@ -97,7 +97,7 @@ def format_table(results: Sequence[LawResult], width: int = WIDTH) -> str:
     laws = list(dict.fromkeys((r.component, r.law_id) for r in results))
     cells = len(dtypes) * (1 + _CELL)
     longest = max([len(law_id.split(".", 1)[-1]) for _, law_id in laws] + [len("law")])
-    name_w = min(longest, width - cells - 2)
+    name_w = min(longest + 1, width - cells - 2)  # one more space before the first cell where it fits
     lines: list[str] = []
     for device in devices:
         title = "law" if len(devices) == 1 else f"law (on {device})"
@@ -110,6 +110,21 @@ def format_table(results: Sequence[LawResult], width: int = WIDTH) -> str:
             row = "".join(f" {cell_text(index.get((law_id, device, dt))):>{_CELL}}" for dt in dtypes)
             lines.append(f"  {_law_name(law_id, name_w):{name_w}}{row}")
     return "\n".join(lines)
+
+
+def wrap_block(text: str, width: int = WIDTH, keep: tuple[str, ...] = ("reproduce:", "replay:")) -> str:
+    """Each line of ``text`` wrapped to ``width`` at its own indentation (+2 on continuations); lines that
+    start with one of ``keep`` (commands to copy) are left whole."""
+    out = []
+    for line in text.splitlines():
+        body = line.lstrip()
+        lead = line[: len(line) - len(body)]
+        if len(line) <= width or body.startswith(keep):
+            out.append(line)
+            continue
+        parts = wrap(body, width - len(lead), indent="  ")
+        out += [lead + part for part in parts]
+    return "\n".join(out)
 
 
 def wrap(text: str, width: int = WIDTH, indent: str = "    ") -> list[str]:

@@ -15,6 +15,7 @@ from properties import __version__
 SUBCOMMANDS = (
     "properties.commands.check",  # check IMPL: run the laws, print the verdict, write the JSON report
     "properties.commands.compare",  # compare IMPL...: side-by-side Markdown + HTML
+    "properties.commands.replay",  # replay FILE: re-run one failure exactly, from its counterexample file
     "properties.commands.fuzz",  # fuzz IMPL: a coverage-guided campaign (HypoFuzz), then a report
     "properties.commands.teach",  # pitfalls [NAME]: the gallery, explained
     "properties.commands.plots",  # plot ...: the docs' figures
