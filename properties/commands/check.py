@@ -31,7 +31,14 @@ from properties.library.subject import COMPONENTS
 from properties.running import expectations, profiles
 from properties.running.loading import ImplementationError
 from properties.running.runner import LawResult, UsageError, plan, run_check, select_laws
-from properties.running.workers import Pool, SubjectInfo, default_memory_limit, default_workers
+from properties.running.workers import (
+    Interrupted,
+    Pool,
+    SubjectInfo,
+    default_memory_limit,
+    default_workers,
+    signals_interrupt,
+)
 
 __all__ = [
     "SCHEMA",
@@ -72,8 +79,13 @@ def report(
     seed: int | None,
     devices: Sequence[str],
     duration: float | None = None,
+    interrupted: int | None = None,
+    planned: int | None = None,
 ) -> dict[str, Any]:
-    """The versioned JSON report of DESIGN.md (key ``schema``)."""
+    """The versioned JSON report (key ``schema``; its JSON Schema: ``properties/schemas/check-report.schema.json``).
+
+    ``interrupted``: the signal that stopped the run (the results are those finished by then); ``planned``: the
+    number of law runs the selection asked for."""
     prof = profiles.get(profile)
     counts = {s: sum(r.status == s for r in results) for s in STATUSES}
     return {
@@ -110,6 +122,8 @@ def report(
             "slow_tier": prof.slow,
         },
         "seed": seed,
+        "interrupted": bool(interrupted),
+        "interrupted_by": signal.Signals(interrupted).name if interrupted else None,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "duration": round(duration, 3) if duration is not None else None,
         "summary": {
@@ -120,6 +134,7 @@ def report(
             "xfailed": counts["xfailed"],
             "xpassed": counts["xpassed"],
             "total": len(results),
+            "planned": len(results) if planned is None else planned,
         },
         "results": [r.to_json() for r in results],
     }
@@ -279,27 +294,31 @@ def main(args: argparse.Namespace) -> int:
     limit = int(memory * 2**30) if memory is not None else default_memory_limit(workers)
     start = time.perf_counter()
     try:
-        pool = Pool(spec, workers=workers, timeout=timeout, memory_limit=limit, threads=threads)
+        with signals_interrupt():  # a signal while the implementation loads: an (empty) interrupted report
+            pool = Pool(spec, workers=workers, timeout=timeout, memory_limit=limit, threads=threads)
     except ImplementationError as exc:
         return _usage(exc)
-    with pool:
-        info = pool.info
-        print(
-            f"nanolm-verify {__version__}: checking {info.spec} ({', '.join(info.provided)}) — profile {prof.name}"
-            f"{'' if args.seed is None else f', seed {args.seed}'}, devices {', '.join(devices)}"
-        )
-        if info.skip_reason:
-            print(f"  skipped: {info.skip_reason}")
-        for component, declared in parse_all(info.conventions, COMPONENTS).items():
-            if component in info.provided and declared.summary():
-                print(f"  declared {component}: {declared.summary()}")
+    except Interrupted as exc:
+        pool = None
+        info, results, interrupted = SubjectInfo(spec, spec, None, (), None, {}), [], exc.signum
+    if pool is not None:
+        with pool:
+            info = pool.info
+            print(f"nanolm-verify {__version__}: checking {info.spec} ({', '.join(info.provided)})")
+            seeded = "" if args.seed is None else f", seed {args.seed}"
+            print(f"  profile {prof.name}{seeded}, devices {', '.join(devices)}, {len(tasks)} law runs")
+            if info.skip_reason:
+                print(wrap_block(f"  skipped: {info.skip_reason}"))
+            for component, declared in parse_all(info.conventions, COMPONENTS).items():
+                if component in info.provided and declared.summary():
+                    print(wrap_block(f"  declared {component}: {declared.summary()}"))
 
-        progress = Progress(len(tasks), quiet=args.quiet)
-        try:
-            results = [r for r in pool.run(tasks, on_result=progress) if r is not None]
-        finally:
-            progress.close()
-        interrupted = pool.interrupted
+            progress = Progress(len(tasks), quiet=args.quiet)
+            try:
+                results = [r for r in pool.run(tasks, on_result=progress) if r is not None]
+            finally:
+                progress.close()
+            interrupted = pool.interrupted
     seconds = time.perf_counter() - start
     if mine or not args.no_expectations:
         entries = mine + ([] if args.no_expectations else expectations.load(info))
@@ -322,13 +341,15 @@ def main(args: argparse.Namespace) -> int:
         print(f"\n{saved} counterexample(s) saved in {folder}")
     skipped = sorted({r.message for r in results if r.status == "skipped"})
     if skipped:
-        print("\nskip reasons: " + "; ".join(skipped[:6]) + (" …" if len(skipped) > 6 else ""))
+        print("\n" + wrap_block("skip reasons: " + "; ".join(skipped[:6]) + (" …" if len(skipped) > 6 else "")))
     if interrupted:
         print(f"\ninterrupted by {signal.Signals(interrupted).name}: {len(results)} of {len(tasks)} results")
     print("\n" + _summary_line(results, seconds))
     if json_path:
-        doc = report(results, info, profile=prof.name, seed=args.seed, devices=devices, duration=seconds)
-        doc["interrupted"] = bool(interrupted)
+        doc = report(
+            results, info, profile=prof.name, seed=args.seed, devices=devices, duration=seconds,
+            interrupted=interrupted, planned=len(tasks),
+        )  # fmt: skip
         print(f"report: {write_report(doc, json_path)}")
     if interrupted:
         return 128 + interrupted

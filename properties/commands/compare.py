@@ -7,8 +7,8 @@ op(x)[:k]`` bitwise) and the worst input. Beside the numbers: each adapter's dec
 comparisons whose accuracy class differs, and every failure with its message.
 
 Files written to DIR: ``report.md``, ``index.html`` (self-contained, no scripts) and ``results.json`` (every
-law record, expectations applied). Exit status: 0 when the report is written — findings are the report's
-content, not an error (use ``check`` to gate); 2 for a usage or import error.
+law record, expectations applied). Exit status: 0 every law passed (or failed as expected), 1 a law failed
+for some implementation (the report is written either way), 2 usage or import error.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import functools
 import html
 import json
 import math
 import platform
+import signal
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -30,11 +32,14 @@ import torch
 from golden.formats import NAMES, fmt
 from nanolm_core import ModelConfig
 from properties import __version__
-from properties.commands.report import headroom_text
+from properties.commands import arguments
+from properties.commands.report import COMPARE_SCHEMA, Progress, headroom_text, wrap_block
+from properties.library.conventions import parse_all
 from properties.numerics.bounds import accuracy_class as _accuracy_class
-from properties.running import expectations
+from properties.running import expectations, profiles
 from properties.running.loading import COMPONENTS, Implementation, ImplementationError, load
-from properties.running.runner import run_check
+from properties.running.runner import UsageError, plan
+from properties.running.workers import Pool, default_memory_limit
 
 __all__ = ["Cell", "batch_invariance", "build_cells", "main", "register", "render_html", "render_markdown", "run"]
 
@@ -171,6 +176,14 @@ def build_cells(impl_name: str, results: Iterable[Any]) -> list[Cell]:
 # ---------------------------------------------------------------------------------------------- running
 
 
+class _Stopped(Exception):
+    """Ctrl-C or SIGTERM stopped the laws of one implementation: the results finished by then, and the signal."""
+
+    def __init__(self, results: list[Any], signum: int) -> None:
+        super().__init__(signum)
+        self.results, self.signum = results, signum
+
+
 def _run_laws(
     impl: Implementation,
     *,
@@ -179,16 +192,24 @@ def _run_laws(
     dtypes: Sequence[str] | None,
     only: Sequence[str] | None,
     seed: int | None,
+    workers: int = 1,
+    progress: Any = None,
 ) -> list[Any]:
-    """The law results of one implementation: ``run_check`` (the same runner as ``check``)."""
-    return run_check(
-        impl,
-        profile=profile,
-        devices=list(devices),
-        only=list(only) if only else None,
-        dtypes=list(dtypes) if dtypes else None,
-        seed=seed,
-    )
+    """The law results of one implementation, run as ``check`` runs them: in isolated worker processes (a crash,
+    a hang or an exit of the implementation is its result, not the end of the comparison)."""
+    tasks = plan(profile=profile, devices=list(devices), only=only, dtypes=dtypes, seed=seed)
+    timeout = profiles.get(profile).timeout
+    on_result = (lambda r: progress(r, impl.spec)) if progress else None
+    with Pool(impl.spec, workers=workers, timeout=timeout, memory_limit=default_memory_limit(workers)) as pool:
+        results = [r for r in pool.run(tasks, on_result=on_result) if r is not None]
+        if pool.interrupted:
+            raise _Stopped(results, pool.interrupted)
+    return results
+
+
+def planned(specs: Sequence[str], **selection: Any) -> int:
+    """How many law runs comparing ``specs`` takes (the progress line's N)."""
+    return len(specs) * len(plan(**selection))
 
 
 def run(
@@ -202,16 +223,23 @@ def run(
     use_expectations: bool = True,
     runner: Any = None,
     expectation_files: Sequence[str] = (),
+    workers: int = 1,
+    progress: Any = None,
 ) -> dict[str, Any]:
     """Run the laws for each implementation and aggregate: {"impls": [...], "cells": [...], "results": {...}}.
 
-    ``runner(impl, profile=, devices=, dtypes=, only=, seed=)`` defaults to the ``check`` runner (for tests).
+    ``runner(impl, profile=, devices=, dtypes=, only=, seed=)`` defaults to the ``check`` runner in worker
+    processes (for tests: canned results). Ctrl-C / SIGTERM stop the run: ``report["interrupted"]`` names the
+    signal and the report holds what finished.
     """
-    runner = runner or _run_laws
-    impls, cells, raw = [], [], {}
+    runner = runner or functools.partial(_run_laws, workers=workers, progress=progress)
+    impls, cells, raw, interrupted = [], [], {}, None
     for spec in specs:
         impl = load(spec)  # ImplementationError → usage error
-        results = runner(impl, profile=profile, devices=devices, dtypes=dtypes, only=only, seed=seed)
+        try:
+            results = runner(impl, profile=profile, devices=devices, dtypes=dtypes, only=only, seed=seed)
+        except _Stopped as stop:
+            results, interrupted = stop.results, stop.signum
         if use_expectations or expectation_files:
             results = expectations.apply(
                 results, impl, expectations.combined(impl, expectation_files, shipped=use_expectations)
@@ -220,7 +248,7 @@ def run(
         raw[spec] = records
         impl_cells = build_cells(spec, records)
         for cell in impl_cells:
-            if cell.batch_invariant is None and cell.run and not impl.skip_reason:
+            if cell.batch_invariant is None and cell.run and not impl.skip_reason and not interrupted:
                 cell.batch_invariant = batch_invariance(impl, cell.component, cell.dtype, cell.device)
                 cell.batch_source = "probe: op(x[:k]) == op(x)[:k], k = 1, 3"
         cells += impl_cells
@@ -231,9 +259,20 @@ def run(
                 "provided": list(impl.provided),
                 "skip_reason": impl.skip_reason,
                 "conventions": {c: impl.convention(c) for c in impl.provided},
+                "declared": _declared_summary(impl),
             }
         )
-    return {"impls": impls, "cells": cells, "results": raw, "meta": _meta(profile, devices, seed, specs)}
+        if interrupted:
+            break
+    report = {"impls": impls, "cells": cells, "results": raw, "meta": _meta(profile, devices, seed, specs)}
+    report["interrupted"] = interrupted
+    return report
+
+
+def _declared_summary(impl: Implementation) -> dict[str, str]:
+    """{component: its declared conventions in one line (``Conventions.summary()``)}, components that declare."""
+    parsed = parse_all({c: impl.convention(c) for c in impl.provided}, COMPONENTS)
+    return {c: conv.summary() for c, conv in parsed.items() if c in impl.provided and conv.summary()}
 
 
 def _meta(profile: str, devices: Sequence[str], seed: int | None, specs: Sequence[str]) -> dict[str, Any]:
@@ -521,6 +560,20 @@ def render_html(report: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def to_json(report: dict[str, Any]) -> dict[str, Any]:
+    """The compare report as JSON data (``COMPARE_SCHEMA``: ``properties/schemas/compare-report.schema.json``)."""
+    interrupted = report.get("interrupted")
+    return {
+        "schema": COMPARE_SCHEMA,
+        "meta": report["meta"],
+        "interrupted": bool(interrupted),
+        "interrupted_by": signal.Signals(interrupted).name if interrupted else None,
+        "impls": report["impls"],
+        "cells": [dataclasses.asdict(c) | {"accuracy_class": c.accuracy} for c in report["cells"]],
+        "results": report["results"],
+    }
+
+
 def write(report: dict[str, Any], out: str | Path) -> list[Path]:
     """Write report.md, index.html and results.json into ``out``; returns the paths."""
     out = Path(out)
@@ -528,15 +581,18 @@ def write(report: dict[str, Any], out: str | Path) -> list[Path]:
     paths = [out / "report.md", out / "index.html", out / "results.json"]
     paths[0].write_text(render_markdown(report), encoding="utf-8")
     paths[1].write_text(render_html(report), encoding="utf-8")
-    data = {
-        "schema": "nanolm-verify/compare/1",
-        "meta": report["meta"],
-        "impls": report["impls"],
-        "cells": [dataclasses.asdict(c) | {"accuracy_class": c.accuracy} for c in report["cells"]],
-        "results": report["results"],
-    }
-    paths[2].write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
+    data = json.loads(json.dumps(to_json(report), default=str))
+    paths[2].write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return paths
+
+
+def exit_status(report: dict[str, Any]) -> int:
+    """1 when a law failed (or the suite hit an error) for any implementation; 0 when every law passed, was
+    skipped or failed as expected (xfail); 128 + the signal when the run was interrupted."""
+    if report.get("interrupted"):
+        return 128 + int(report["interrupted"])
+    bad = any(c.counts.get("failed", 0) or c.counts.get("error", 0) for c in report["cells"])
+    return 1 if bad else 0
 
 
 # ---------------------------------------------------------------------------------------------- CLI
@@ -549,43 +605,89 @@ def _split(values: Sequence[str] | None) -> list[str] | None:
 
 
 def main(args: argparse.Namespace) -> int:
-    """``compare`` subcommand: 0 when the report is written, 2 on a usage or import error."""
+    """``compare`` subcommand: 0 every law passed (or failed as expected), 1 a law failed, 2 usage error."""
+    try:  # every argument, before any work
+        prof = profiles.resolve(args.profile)
+        devices = arguments.devices(",".join(_split(args.device) or ["cpu"]))
+        dtypes = arguments.dtypes(args.dtype)
+        only = _split(args.only)
+        workers = arguments.positive(args.workers, "--workers", int)
+        out = arguments.output_dir(args.out, "--out")
+        for spec in args.impls:
+            arguments.implementation(spec)
+        for path in args.expectations:
+            expectations.read(path)  # a bad file fails here, before any work (run() applies them)
+        selection = dict(profile=prof.name, devices=devices, only=only, dtypes=dtypes, seed=args.seed)
+        total = planned(args.impls, **selection)
+        if not total:
+            raise UsageError("the selection runs no law: no selected law is defined for the selected dtypes")
+    except (UsageError, ValueError) as exc:
+        print(f"nanolm-verify compare: error: {exc}", file=sys.stderr)
+        return 2
+    progress = Progress(total, quiet=args.quiet)
     try:
         report = run(
             args.impls,
-            profile=args.profile,
-            devices=_split(args.device) or ["cpu"],
-            dtypes=_split(args.dtype),
-            only=_split(args.only),
-            seed=args.seed,
+            **selection,
             use_expectations=not args.no_expectations,
             expectation_files=args.expectations,
+            workers=workers,
+            progress=progress,
         )
     except (ImplementationError, expectations.ExpectationError, ValueError) as exc:
-        print(f"nanolm-verify compare: {exc}", file=sys.stderr)
+        print(f"nanolm-verify compare: error: {exc}", file=sys.stderr)
         return 2
-    paths = write(report, args.out)
+    finally:
+        progress.close()
+    paths = write(report, out)
     for line in highlights(report["cells"], _declared(report)):
-        print(line)
+        print(wrap_block(line))
+    if report.get("interrupted"):
+        name = signal.Signals(report["interrupted"]).name
+        print(f"interrupted by {name}: the report holds the {progress.done} of {total} law runs finished")
     print("wrote " + ", ".join(str(p) for p in paths))
-    return 0
+    return exit_status(report)
+
+
+EPILOG = """\
+examples:
+  nanolm-verify compare reference torch hf-llama --out cmp --profile ci
+  nanolm-verify compare torch liger --device cuda --dtype bf16 --out cmp
+
+exit status:
+  0    every law passed, was skipped, or failed as expected (xfail)
+  1    a law failed (or the suite hit an error) for some implementation
+  2    usage error: bad argument, implementation that cannot be imported
+  130  interrupted (Ctrl-C), 143 (SIGTERM): the partial report is written
+"""
 
 
 def register(subparsers: Any) -> None:
     """Add the ``compare`` subcommand to the ``nanolm-verify`` parser."""
     p = subparsers.add_parser(
-        "compare", help="compare implementations side by side (Markdown + HTML)", description=__doc__.split("\n\n")[0]
+        "compare",
+        help="compare implementations side by side (Markdown + HTML)",
+        description="Implementations side by side, as Markdown, a static HTML page and JSON.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("impls", nargs="+", metavar="IMPL", help="implementations: module, .py path or adapter id")
-    p.add_argument("--out", required=True, help="directory for report.md, index.html, results.json")
-    p.add_argument("--profile", default="ci", help="Hypothesis profile: ci (default), dev, thorough")
-    p.add_argument("--device", action="append", help="cpu (default) and/or cuda; repeat or comma-separate")
-    p.add_argument("--dtype", action="append", help="dtypes to run (fp64, fp32, fp16, bf16); default all")
-    p.add_argument("--only", action="append", help="law ids or components to run; default all")
+    p.add_argument("impls", nargs="+", metavar="IMPL", help="module, .py path or adapter id")
+    p.add_argument("--out", required=True, metavar="DIR", help="writes report.md, index.html, results.json")
+    p.add_argument(
+        "--profile",
+        default=None,
+        choices=list(profiles.PROFILES),
+        help=f"budget (default: ${profiles.ENV_VAR}, else {profiles.DEFAULT_PROFILE})",
+    )
+    p.add_argument("--device", action="append", metavar="DEV", help="cpu (default), cuda, …; comma-separated")
+    p.add_argument("--dtype", action="append", metavar="DT", help="fp64,fp32,fp16,bf16 (default: all)")
+    p.add_argument("--only", action="append", metavar="SEL", help="components or law ids (default: all)")
     p.add_argument("--seed", type=int, default=None, help="seed for random profiles")
+    p.add_argument("--workers", type=int, default=1, help="worker processes per implementation (default 1)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     p.add_argument(
         "--expectations", action="append", default=[], metavar="FILE",
-        help="your expectation file, applied before the shipped ones (every implementation); repeatable",
+        help="your expectation file, applied first (every implementation)",
     )  # fmt: skip
     p.add_argument("--no-expectations", action="store_true", help="ignore the shipped expectation files")
     p.set_defaults(func=main)

@@ -51,6 +51,8 @@ _MARK = {"skipped": "skip", "error": "ERROR", "xfailed": "xfail", "xpassed": "XP
 
 def schema(doc_schema: str) -> dict[str, Any]:
     """The shipped JSON Schema (a dict) of the report kind ``doc_schema`` (CHECK_SCHEMA or COMPARE_SCHEMA)."""
+    if doc_schema not in _SCHEMA_FILES:
+        raise ValueError(f"unknown report schema {doc_schema!r}; known: {', '.join(_SCHEMA_FILES)}")
     name = _SCHEMA_FILES[doc_schema]
     return json.loads(resources.files("properties").joinpath("schemas", name).read_text(encoding="utf-8"))
 

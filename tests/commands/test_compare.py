@@ -103,7 +103,7 @@ def test_markdown_and_html_show_the_numbers_classes_and_conventions(report, tmp_
     assert body.startswith("<!doctype html>") and "<script" not in body
     assert '<span class="cls cr">correctly rounded</span>' in body and "1.25" in body
     data = json.loads(results.read_text())
-    assert data["schema"] == "nanolm-verify/compare/1" and len(data["results"]["torch"]) == 2
+    assert data["schema"] == "nanolm-verify/compare-report/2" and len(data["results"]["torch"]) == 2
 
 
 def test_failures_are_listed_with_their_messages(tmp_path):
