@@ -38,7 +38,7 @@ from properties.library.conventions import parse_all
 from properties.numerics.bounds import accuracy_class as _accuracy_class
 from properties.running import expectations, profiles
 from properties.running.loading import COMPONENTS, Implementation, ImplementationError, load
-from properties.running.runner import UsageError, plan
+from properties.running.runner import LAWS, UsageError, plan, select_laws
 from properties.running.workers import Pool, default_memory_limit
 
 __all__ = ["Cell", "batch_invariance", "build_cells", "main", "register", "render_html", "render_markdown", "run"]
@@ -354,50 +354,6 @@ def _declared(report: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
     return {info["spec"]: info["conventions"] for info in report["impls"]}
 
 
-def _convention_rows(report: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
-    rows = []
-    for info in report["impls"]:
-        for component, conv in info["conventions"].items():
-            if not conv:
-                rows.append((info["spec"], component, "not declared (see the module's docstrings)", "—", "—"))
-                continue
-            weight = conv.get("weight_mapping") or (
-                f"offset {conv['weight_offset']}" if "weight_offset" in conv else "—"
-            )
-            rows.append((info["spec"], component, conv.get("rounding", "—"), conv.get("compute_dtype", "—"), weight))
-    return rows
-
-
-_HEADER = (
-    "implementation",
-    "dtype",
-    "device",
-    "laws passed",
-    "headroom",
-    "max ULP",
-    "p99 ULP",
-    "accuracy class",
-    "batch-invariant",
-    "worst input (law)",
-)
-
-
-def _row(cell: Cell) -> tuple[str, ...]:
-    worst = _compact(cell.worst_input) + (f" ({cell.worst_law.split('.', 1)[1]})" if cell.worst_law else "")
-    return (
-        cell.impl,
-        cell.dtype,
-        cell.device,
-        cell.laws_text,
-        headroom_text(cell.headroom, failed=bool(cell.headroom and cell.headroom > 1)) or "—",
-        _fmt(cell.max_ulp),
-        _fmt(cell.p99_ulp),
-        cell.accuracy,
-        cell.batch_text,
-        worst if cell.run else cell.skip_reason or "—",
-    )
-
-
 def _components(cells: Sequence[Cell]) -> list[str]:
     return [c for c in COMPONENTS if any(cell.component == c for cell in cells)]
 
@@ -406,9 +362,112 @@ def _md_escape(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+# ---------------------------------------------------------------------------------------------- the side-by-side
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """One implementation × law × dtype × device cell of the side-by-side: css class, text, tooltip."""
+
+    css: str  # p0 p1 p2 (passed: headroom < ½, < 0.9, ≥ 0.9), ok (passed, no bound), f, xf, xp, sk, er, na, none
+    text: str
+    title: str
+
+
+def verdict(record: dict[str, Any] | None, law_id: str, dtype: str) -> Verdict:
+    """The cell of one law record (None: no record — not defined for the dtype, or not run)."""
+    if record is None:
+        law = LAWS.get(law_id)
+        if law is not None and dtype not in {fmt(d).name for d in law.dtypes}:
+            return Verdict("na", "n/a", f"the law is not defined for {dtype}")
+        return Verdict("none", "—", "not run")
+    status, h = record["status"], _num(record.get("headroom"))
+    parts = [status] + ([f"cause {record['cause']}"] if record.get("cause") else [])
+    if h is not None:
+        parts.append(f"headroom {headroom_text(h, failed=h > 1)}")
+    if _num(record.get("max_ulp")) is not None:
+        parts.append(f"max {_fmt(_num(record['max_ulp']))} ULP")
+    first = (record.get("message") or "").strip().splitlines()
+    title = "; ".join(parts) + (f" — {first[0][:200]}" if first and status != "passed" else "")
+    if status == "passed":
+        if h is None:
+            return Verdict("ok", "ok", title)
+        css = "p0" if h < 0.5 else "p1" if h < 0.9 else "p2"
+        return Verdict(css, headroom_text(h), title)
+    if status == "failed":
+        text = {"crash": "CRASH", "contract": "CONTRACT", "timeout": "TIMEOUT"}.get(record.get("cause") or "")
+        return Verdict("f", text or f"FAIL {headroom_text(h, failed=True)}".strip(), title)
+    if status == "xfailed":
+        return Verdict("xf", f"xfail {headroom_text(h, failed=True)}".strip(), title)
+    css, text = {"xpassed": ("xp", "XPASS"), "skipped": ("sk", "skip"), "error": ("er", "ERROR")}[status]
+    return Verdict(css, text, title)
+
+
+def _dtypes(report: dict[str, Any]) -> list[str]:
+    seen = {r["dtype"] for records in report["results"].values() for r in records}
+    return [d for d in DTYPES if d in seen]
+
+
+def matrix(report: dict[str, Any], component: str) -> list[tuple[str, str, str, list[Verdict]]]:
+    """Rows (law id, dtype, device, one Verdict per implementation) of one component, in law / dtype order;
+    every dtype of the report appears for every law (a law not defined for it: "n/a")."""
+    specs = [info["spec"] for info in report["impls"]]
+    index = {(spec, r["law_id"], r["dtype"], r["device"]): r for spec in specs for r in report["results"][spec]}
+    laws = [law.id for law in select_laws(None) if law.component == component]
+    ran = {r["law_id"] for records in report["results"].values() for r in records}
+    devices = report["meta"]["devices"]
+    rows = []
+    for law_id in (law for law in laws if law in ran):
+        for dtype in _dtypes(report):
+            for device in devices:
+                cells = [verdict(index.get((spec, law_id, dtype, device)), law_id, dtype) for spec in specs]
+                rows.append((law_id, dtype, device, cells))
+    return rows
+
+
+def _overview(cell: Cell | None) -> list[str]:
+    """Lines of one implementation's overview cell: laws passed, headroom, max ULP (class), batch invariance."""
+    if cell is None:
+        return ["—"]
+    if not cell.run:
+        return ["skipped"]
+    room = headroom_text(cell.headroom, failed=bool(cell.headroom and cell.headroom > 1)) or "—"
+    return [
+        f"laws {cell.laws_text}",
+        f"headroom {room}",
+        f"max {_fmt(cell.max_ulp)} ULP" + (f" ({cell.accuracy})" if cell.max_ulp is not None else ""),
+        f"batch-invariant {cell.batch_text}",
+    ]
+
+
+def _overview_rows(report: dict[str, Any], component: str) -> list[tuple[str, str, list[Cell | None]]]:
+    specs = [info["spec"] for info in report["impls"]]
+    index = {(c.impl, c.dtype, c.device): c for c in report["cells"] if c.component == component}
+    keys = list(dict.fromkeys((c.dtype, c.device) for c in report["cells"] if c.component == component))
+    return [(dtype, device, [index.get((spec, dtype, device)) for spec in specs]) for dtype, device in keys]
+
+
+def _conventions_line(info: dict[str, Any], component: str) -> str:
+    summary = info.get("declared", {}).get(component)
+    if summary:
+        return summary
+    return "the contract's reference conventions" if info["conventions"].get(component) else "none declared"
+
+
+_INTRO = (
+    "Each cell is one implementation × law × dtype: the *headroom*, max |error| ÷ derived bound over every "
+    "example drawn (≤ 1 passes; the number to watch). The max ULP error against golden is in the tooltips and "
+    "results.json: near a cancellation (an output much smaller than its inputs) or an underflow it is large "
+    "while the headroom stays small. ok: passed, no bound (an exact or bitwise law); FAIL h: failed by h; "
+    "CRASH / CONTRACT / TIMEOUT: the cause of a failure; xfail: an expected failure (the implementation's "
+    "expectation file); n/a: the law is not defined for that dtype."
+)
+
+
 def render_markdown(report: dict[str, Any]) -> str:
-    """The report as GitHub-flavoured Markdown."""
+    """The report as GitHub-flavoured Markdown: implementations in columns."""
     meta, cells = report["meta"], report["cells"]
+    specs = [info["spec"] for info in report["impls"]]
     out = [
         "# Implementation comparison",
         "",
@@ -418,29 +477,37 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         f"Reproduce: `{meta['command']}`",
         "",
-        "ULP errors are against the golden (correctly rounded) value in the output dtype, maximised over every "
-        "law that measures it and every example drawn; *p99* is the largest per-example 99th percentile. "
-        "Accuracy class of the max: correctly rounded (≤ 0.5 ULP), faithful (< 1 ULP), else ≤ k ULP. "
-        "Batch-invariant: `op(x[:k]) == op(x)[:k]` bitwise, from a law where one exists, else measured here "
-        "(probe: 16 rows or 4 sequences, k = 1, 3).",
+        _INTRO.replace("*headroom*", "**headroom**"),
         "",
     ]
+    if report.get("interrupted"):
+        out += [f"**Interrupted** ({signal.Signals(report['interrupted']).name}): partial results.", ""]
+    out += ["## Implementations and their declared conventions", ""]
+    for info in report["impls"]:
+        out.append(
+            f"- **{info['spec']}** (`{info['module']}`)" + (f": {info['skip_reason']}" if info["skip_reason"] else "")
+        )
+        out += [f"  - {c}: {_md_escape(_conventions_line(info, c))}" for c in info["provided"]]
+    out.append("")
     lines = highlights(cells, _declared(report))
     if lines:
         out += ["## Where the implementations differ", "", *[f"- {_md_escape(line)}" for line in lines], ""]
+    head = "| " + " | ".join(["", *specs]) + " |"
+    rule = "|" + "---|" * (len(specs) + 1)
     for component in _components(cells):
-        out += [f"## {component}", "", "| " + " | ".join(_HEADER) + " |", "|" + "---|" * len(_HEADER)]
-        for cell in (c for c in cells if c.component == component):
-            out.append("| " + " | ".join(_md_escape(v) for v in _row(cell)) + " |")
+        out += [f"## {component}", "", head.replace("|  |", "| dtype |", 1), rule]
+        for dtype, device, row in _overview_rows(report, component):
+            where = dtype + (f" {device}" if len(meta["devices"]) > 1 else "")
+            out.append("| " + " | ".join([where, *("<br>".join(_overview(c)) for c in row)]) + " |")
+        out += ["", "| law | dtype | " + " | ".join(specs) + " |", "|" + "---|" * (len(specs) + 2)]
+        previous = None
+        for law_id, dtype, device, verdicts in matrix(report, component):
+            name = law_id.split(".", 1)[1] if law_id != previous else ""
+            previous = law_id
+            where = dtype + (f" {device}" if len(meta["devices"]) > 1 else "")
+            texts = [f"**{v.text}**" if v.css in ("f", "er") else v.text for v in verdicts]
+            out.append("| " + " | ".join([name, where, *texts]) + " |")
         out.append("")
-    out += [
-        "## Declared conventions",
-        "",
-        "| implementation | component | rounding | compute dtype | weight |",
-        "|---|---|---|---|---|",
-    ]
-    out += ["| " + " | ".join(_md_escape(v) for v in row) + " |" for row in _convention_rows(report)]
-    out.append("")
     problems = [(c, p) for c in cells for p in c.problems]
     out += ["## Failures and expected failures", ""]
     if not problems:
@@ -460,36 +527,33 @@ def render_markdown(report: dict[str, Any]) -> str:
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1300px;color:#1d2433;
 padding:0 1em}h1{font-size:1.6em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #d6dbe4}
-.meta{color:#5b6475}code,td.num,pre{font-family:ui-monospace,"SF Mono",Menlo,Consolas,monospace}
-table{border-collapse:collapse;width:100%;margin:.6em 0}th,td{padding:5px 9px;border-bottom:1px solid #e3e7ee;
+.meta{color:#5b6475}code,td.c,pre{font-family:ui-monospace,"SF Mono",Menlo,Consolas,monospace}
+table{border-collapse:collapse;margin:.6em 0}th,td{padding:4px 10px;border-bottom:1px solid #e3e7ee;
 text-align:left;vertical-align:top}th{background:#f3f5f9;font-weight:600;position:sticky;top:0}
-td.num{text-align:right;white-space:nowrap}tr.first td{border-top:2px solid #c9d0dc}
-.cls{display:inline-block;padding:1px 8px;border-radius:10px;font-size:.9em;white-space:nowrap}
-.cr{background:#dcf5e3;color:#11602c}.faithful{background:#e1f0fb;color:#0b4f7c}.kulp{background:#fdf0d5;color:#7a4b00}
-.none{color:#8a93a3}.bad{background:#fde2e1;color:#9b1c1c}.ok{color:#11602c}.no{color:#9b1c1c;font-weight:600}
-.worst{font-size:.85em;color:#3c4557;max-width:380px}ul.hl li{margin:.3em 0}details{margin:.4em 0}
+td.c{text-align:center;white-space:nowrap;min-width:5.5em}tr.first td{border-top:2px solid #c9d0dc}
+td.ov{font-size:.9em;line-height:1.35}.law{font-weight:600}
+.p0{background:#d4f2dc;color:#0f5a27}.p1{background:#eaf5c8;color:#3d5a00}.p2{background:#fdecc8;color:#7a4b00}
+.ok{background:#e6f4ea;color:#0f5a27}.f{background:#f9c9c6;color:#8c1111;font-weight:700}
+.er{background:#5c1111;color:#fff}.xf{background:#e8e0f6;color:#4b2b86}.xp{background:#fff3b0;color:#6b5200}
+.sk{background:#f1f2f4;color:#6b7280}.na{background:#fafafa;color:#b0b5bf;font-style:italic}.none{color:#9aa1ad}
+.legend span{display:inline-block;padding:1px 8px;margin:0 4px 4px 0;border-radius:3px}
+ul.hl li{margin:.3em 0}details{margin:.4em 0}
 pre{background:#f6f8fa;padding:.7em;overflow-x:auto;font-size:.85em;white-space:pre-wrap}
 """
 
-
-_BATCH_HTML = {True: '<span class="ok">yes</span>', False: '<span class="no">no</span>', None: "—"}
-
-
-def _class_badge(cell: Cell) -> str:
-    text = cell.accuracy
-    css = {"correctly rounded": "cr", "faithful": "faithful", "—": "none"}.get(text, "kulp")
-    return f'<span class="cls {css}">{html.escape(text)}</span>'
-
-
-def _laws_cell(cell: Cell) -> str:
-    text = html.escape(cell.laws_text)
-    bad = cell.counts.get("failed", 0) or cell.counts.get("error", 0)
-    return f'<span class="cls bad">{text}</span>' if bad else text
+_LEGEND_HTML = (
+    '<p class="legend"><span class="p0">0.31</span>passed, headroom &lt; 0.5 '
+    '<span class="p1">0.72</span>&lt; 0.9 <span class="p2">0.97</span>≥ 0.9 '
+    '<span class="ok">ok</span>passed, exact law (no bound) <span class="f">FAIL 2.4</span>failed '
+    '<span class="xf">xfail</span>expected failure <span class="sk">skip</span>skipped '
+    '<span class="na">n/a</span>law not defined for the dtype</p>'
+)
 
 
 def render_html(report: dict[str, Any]) -> str:
-    """The report as one static, self-contained HTML page (inline CSS, no scripts)."""
+    """The report as one static, self-contained HTML page (inline CSS, no scripts): implementations in columns."""
     meta, cells = report["meta"], report["cells"]
+    specs = [info["spec"] for info in report["impls"]]
     e = html.escape
     out = [
         "<!doctype html>",
@@ -501,53 +565,47 @@ def render_html(report: dict[str, Any]) -> str:
         f"{e(meta['date'])} · "
         + " · ".join(f"{e(k)} {e(str(v))}" for k, v in meta["versions"].items())
         + f"<br>Reproduce: <code>{e(meta['command'])}</code></p>",
-        "<p>ULP errors are against the golden (correctly rounded) value in the output dtype, maximised over every "
-        "law that measures it and every example drawn; <em>p99</em> is the largest per-example 99th percentile. "
-        "Accuracy class of the max: correctly rounded (≤ 0.5 ULP), faithful (&lt; 1 ULP), else ≤ k ULP. "
-        "Batch-invariant: <code>op(x[:k]) == op(x)[:k]</code> bitwise, from a law where one exists, else measured "
-        "here (probe: 16 rows or 4 sequences, k = 1, 3).</p>",
+        "<p>" + e(_INTRO).replace("*headroom*", "<em>headroom</em>") + "</p>",
+        _LEGEND_HTML,
     ]
+    if report.get("interrupted"):
+        out.append(f"<p><b>Interrupted</b> ({signal.Signals(report['interrupted']).name}): partial results.</p>")
+    out += ["<h2>Implementations and their declared conventions</h2>", "<table><tbody>"]
+    for info in report["impls"]:
+        conv = "<br>".join(f"<b>{e(c)}</b>: {e(_conventions_line(info, c))}" for c in info["provided"])
+        skip = f"<br><i>{e(info['skip_reason'])}</i>" if info["skip_reason"] else ""
+        out.append(
+            f"<tr><td><b>{e(info['spec'])}</b><br><code>{e(info['module'])}</code></td><td>{conv}{skip}</td></tr>"
+        )
+    out.append("</tbody></table>")
     lines = highlights(cells, _declared(report))
     if lines:
-        out += [
-            "<h2>Where the implementations differ</h2>",
-            '<ul class="hl">',
-            *[f"<li>{e(line)}</li>" for line in lines],
-            "</ul>",
-        ]
+        out += ["<h2>Where the implementations differ</h2>", '<ul class="hl">']
+        out += [f"<li>{e(line)}</li>" for line in lines] + ["</ul>"]
+    head = "".join(f"<th>{e(spec)}</th>" for spec in specs)
+    multi = len(meta["devices"]) > 1
     for component in _components(cells):
-        out += [
-            f"<h2>{e(component)}</h2>",
-            "<table><thead><tr>",
-            *[f"<th>{e(h)}</th>" for h in _HEADER],
-            "</tr></thead><tbody>",
-        ]
+        out += [f"<h2>{e(component)}</h2>", f"<table><thead><tr><th>dtype</th>{head}</tr></thead><tbody>"]
+        for dtype, device, row in _overview_rows(report, component):
+            where = e(dtype + (f" {device}" if multi else ""))
+            tds = "".join(
+                f'<td class="ov" title="{e(_compact(c.worst_input) if c and c.worst_input else "")}">'
+                + "<br>".join(map(e, _overview(c)))
+                + "</td>"
+                for c in row
+            )
+            out.append(f"<tr><td><b>{where}</b></td>{tds}</tr>")
+        out += ["</tbody></table>", f"<table><thead><tr><th>law</th><th>dtype</th>{head}</tr></thead><tbody>"]
         previous = None
-        for cell in (c for c in cells if c.component == component):
-            row = _row(cell)
-            first = ' class="first"' if previous is not None and cell.impl != previous else ""
-            previous = cell.impl
-            batch = _BATCH_HTML[cell.batch_invariant]
-            if row[8].endswith("(probe)"):
-                batch += ' <span class="none" title="measured by compare, no law covers it">(probe)</span>'
-            worst_json = e(json.dumps(cell.worst_input, indent=1)) if cell.worst_input else ""
-            worst = (
-                f"<details><summary>{e(row[9])}</summary><pre>{worst_json}</pre></details>" if worst_json else e(row[9])
-            )
-            out.append(
-                f"<tr{first}><td><b>{e(row[0])}</b></td><td>{e(row[1])}</td><td>{e(row[2])}</td>"
-                f"<td>{_laws_cell(cell)}</td><td class=num>{row[4]}</td><td class=num>{row[5]}</td>"
-                f"<td class=num>{row[6]}</td><td>{_class_badge(cell)}</td><td>{batch}</td>"
-                f"<td class=worst>{worst}</td></tr>"
-            )
+        for law_id, dtype, device, verdicts in matrix(report, component):
+            first = law_id != previous
+            name = f'<span class="law">{e(law_id.split(".", 1)[1])}</span>' if first else ""
+            previous = law_id
+            where = e(dtype + (f" {device}" if multi else ""))
+            tds = "".join(f'<td class="c {v.css}" title="{e(v.title)}">{e(v.text)}</td>' for v in verdicts)
+            out.append(f"<tr{' class=first' if first else ''}><td>{name}</td><td>{where}</td>{tds}</tr>")
         out.append("</tbody></table>")
-    out += [
-        "<h2>Declared conventions</h2>",
-        "<table><thead><tr><th>implementation</th><th>component</th>"
-        "<th>rounding</th><th>compute dtype</th><th>weight</th></tr></thead><tbody>",
-    ]
-    out += ["<tr>" + "".join(f"<td>{e(str(v))}</td>" for v in row) + "</tr>" for row in _convention_rows(report)]
-    out += ["</tbody></table>", "<h2>Failures and expected failures</h2>"]
+    out.append("<h2>Failures and expected failures</h2>")
     problems = [(c, p) for c in cells for p in c.problems]
     if not problems:
         out.append("<p>None: every law that ran passed.</p>")

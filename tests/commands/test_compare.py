@@ -34,6 +34,7 @@ def fake_runner(max_ulps: dict[str, float]):
                         message="max ULP error too big",
                         max_ulp=ulp,
                         p99_ulp=ulp / 2,
+                        headroom=ulp / 2,
                         worst_input=worst,
                         examples=8,
                     )
@@ -94,23 +95,46 @@ def test_highlights_name_the_differing_accuracy_classes_with_numbers(report):
     assert "max 1.25" in line and "hf-llama declares rounding: two roundings" in line
 
 
-def test_markdown_and_html_show_the_numbers_classes_and_conventions(report, tmp_path):
+def test_markdown_and_html_put_implementations_in_columns_with_headroom_cells(report, tmp_path):
     md, page, results = compare.write(report, tmp_path)
     text = md.read_text()
-    assert "| torch | bf16 | cpu | 2/2 | — | 0.5 | 0.25 | correctly rounded | yes (probe) |" in text
-    assert "two roundings" in text  # hf-llama's declared convention
+    assert "| law | dtype | torch | hf-llama |" in text
+    assert "| rmsnorm_matches_golden | bf16 | 0.25 | 0.62 |" in text  # headroom per cell, one format
+    assert "| dtype | torch | hf-llama |" in text and "laws 2/2<br>headroom 0.25<br>max 0.5 ULP" in text
+    assert text.count("- **hf-llama**") == 1 and "two roundings" in text  # conventions once per implementation
     body = page.read_text()
     assert body.startswith("<!doctype html>") and "<script" not in body
-    assert '<span class="cls cr">correctly rounded</span>' in body and "1.25" in body
+    assert '<td class="c p0" title="passed; headroom 0.25; max 0.5 ULP">0.25</td>' in body
+    assert '<td class="c p1"' in body and "<th>hf-llama</th>" in body
     data = json.loads(results.read_text())
     assert data["schema"] == "nanolm-verify/compare-report/2" and len(data["results"]["torch"]) == 2
 
 
-def test_failures_are_listed_with_their_messages(tmp_path):
+def test_failures_are_red_and_listed_with_their_messages(tmp_path):
     report = compare.run(["torch"], dtypes=["fp16"], runner=fake_runner({"torch": 7.0}))
     text = compare.render_markdown(report)
+    assert "| rmsnorm_matches_golden | fp16 | **FAIL 3.5** |" in text
     assert "**failed**" in text and "max ULP error too big" in text
-    assert '<span class="cls bad">1/2</span>' in compare.render_html(report)
+    assert '<td class="c f" title="failed; headroom 3.5; max 7 ULP' in compare.render_html(report)
+    assert compare.exit_status(report) == 1
+
+
+def test_a_law_not_defined_for_a_dtype_is_shown_as_such_not_red():
+    def runner(impl, *, profile, devices, dtypes, only, seed):
+        law = "RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded"  # defined for bf16 only
+        return [
+            LawResult(law, "RMSNorm", "bf16", "cpu", "passed", headroom=0.5),
+            LawResult("RMSNorm.rmsnorm_preserves_sign", "RMSNorm", "fp32", "cpu", "passed"),
+        ]
+
+    report = compare.run(["torch"], dtypes=["fp32", "bf16"], runner=runner)
+    rows = {(law, dtype): v for law, dtype, _, [v] in compare.matrix(report, "RMSNorm")}
+    assert rows[("RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded", "fp32")].css == "na"
+    assert rows[("RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded", "bf16")].text == "0.50"
+    assert rows[("RMSNorm.rmsnorm_preserves_sign", "bf16")].text == "—"  # defined, but not run
+    assert rows[("RMSNorm.rmsnorm_preserves_sign", "fp32")].text == "ok"  # an exact law: no bound
+    assert compare.exit_status(report) == 0
+    assert '<td class="c na" title="the law is not defined for fp32">n/a</td>' in compare.render_html(report)
 
 
 def test_expectations_turn_a_documented_failure_into_xfailed(monkeypatch, tmp_path):
