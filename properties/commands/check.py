@@ -25,6 +25,7 @@ import torch
 from golden.formats import fmt
 from properties import __version__
 from properties.commands import arguments, baseline
+from properties.commands.helptext import EXIT, Formatter, adapters_text
 from properties.commands.report import CHECK_SCHEMA, LEGEND, Progress, format_table, wrap, wrap_block
 from properties.library.conventions import parse_all
 from properties.library.subject import COMPONENTS
@@ -171,83 +172,94 @@ def exit_status(results: Sequence[LawResult]) -> int:
 # ---------------------------------------------------------------------------------------------- the command
 
 
+DESCRIPTION = """\
+Run the laws against an implementation (a module, a .py file or an adapter id),
+print the verdict as a table of law x dtype cells (the headroom: max error
+divided by the derived bound, <= 1 passes), and write the JSON report."""
+
+EPILOG = f"""\
+examples:
+  nanolm-verify check                           the reference, default profile
+  nanolm-verify check mypkg.norms --profile ci --json out/report.json
+  nanolm-verify check hf-llama --only RMSNorm --dtype bf16
+  nanolm-verify check --list                    the laws, and exit
+
+adapter ids (IMPL):
+{adapters_text()}
+
+{EXIT}
+"""
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "check", help="run the laws against an implementation", description=__doc__.splitlines()[0]
+        "check",
+        help="run the laws against an implementation",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=Formatter,
     )
     p.add_argument(
-        "impl", nargs="?", default=None, help="module, .py path or adapter id (default: $NANOLM_IMPL, else nanolm_core)"
-    )
-    p.add_argument(
+        "impl", nargs="?", default=None, metavar="IMPL",
+        help="module, .py path or adapter id (default: $NANOLM_IMPL, else nanolm_core)",
+    )  # fmt: skip
+    what = p.add_argument_group("what to run", "example: --only RMSNorm,swiglu_matches_golden --dtype bf16")
+    what.add_argument(
         "--profile",
         default=None,
         choices=list(profiles.PROFILES),
-        help=f"Hypothesis profile (default: ${profiles.ENV_VAR}, else {profiles.DEFAULT_PROFILE})",
+        help=f"budget: ci (fast, derandomized), dev, thorough (default: ${profiles.ENV_VAR}, else "
+        f"{profiles.DEFAULT_PROFILE})",
     )
-    p.add_argument(
-        "--device", default="auto", help="cpu, cuda, cuda:1, mps, … (comma-separated), auto (cpu + accelerators) or all"
-    )
-    p.add_argument("--allow-skips", action="store_true", help="report CUDA results as skipped when there is no GPU")
-    p.add_argument(
-        "--only",
-        action="append",
-        default=None,
-        metavar="SEL",
-        help="components (RMSNorm,SwiGLU,Block), law ids or law names; repeatable, comma-separated",
-    )
-    p.add_argument("--dtype", action="append", default=None, help="fp64,fp32,fp16,bf16 (default: all)")
-    p.add_argument("--seed", type=int, default=None, help="Hypothesis seed (overrides derandomization)")
-    p.add_argument("--json", dest="json_path", default=None, metavar="PATH", help="write the JSON report here")
-    p.add_argument(
-        "--artifacts",
-        default=None,
-        metavar="DIR",
-        help="write each failure's counterexample (.pt, for nanolm-verify replay) here "
-        "(default: PATH-counterexamples/ beside --json; none without either)",
-    )
-    p.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch CPU threads per worker (default 1: the laws use small tensors; threads only add contention)",
-    )
-    p.add_argument(
-        "--workers", type=int, default=None, help="worker processes running the laws (default: the CPU count, "
-        "capped by memory)"
+    what.add_argument(
+        "--only", action="append", default=None, metavar="SEL",
+        help="components (RMSNorm, SwiGLU, Block), law ids or names; repeatable, comma-separated",
     )  # fmt: skip
-    p.add_argument(
+    what.add_argument("--dtype", action="append", default=None, metavar="DT", help="fp64,fp32,fp16,bf16 (default: all)")
+    what.add_argument(
+        "--device", default="auto", metavar="DEV",
+        help="cpu, cuda, cuda:1, mps, … (comma-separated), auto (cpu + accelerators) or all",
+    )  # fmt: skip
+    what.add_argument("--allow-skips", action="store_true", help="report a device this machine lacks as skipped")
+    what.add_argument("--seed", type=int, default=None, help="Hypothesis seed (overrides derandomization)")
+    what.add_argument("--list", action="store_true", help="list the laws (id, dtypes, statement) and exit")
+    out = p.add_argument_group("output", "example: --json out/r.json (failures: out/r-counterexamples/*.pt)")
+    out.add_argument("--json", dest="json_path", default=None, metavar="PATH", help="write the JSON report here")
+    out.add_argument(
+        "--artifacts", default=None, metavar="DIR",
+        help="write each failure's counterexample (.pt, for nanolm-verify replay) here (default: "
+        "PATH-counterexamples/ beside --json; none without either)",
+    )  # fmt: skip
+    out.add_argument("-q", "--quiet", action="store_true", help="no progress line; failures in one line each")
+    out.add_argument(
+        "--baseline", metavar="FILE", default=None,
+        help="record per-law max/p99 ULP error and headroom to FILE if it does not exist, else report (and "
+        "exit 1 on) every law whose error grew since; delete FILE to re-record",
+    )  # fmt: skip
+    run = p.add_argument_group("how to run", "example: --workers 1 --timeout 120 --memory-limit 4")
+    run.add_argument(
+        "--workers", type=int, default=None, metavar="N",
+        help="worker processes running the laws (default: the CPU count, capped by memory)",
+    )  # fmt: skip
+    run.add_argument(
+        "--threads", type=int, default=1, metavar="N",
+        help="torch CPU threads per worker (default 1: small tensors; threads only add contention)",
+    )  # fmt: skip
+    run.add_argument("--timeout", type=float, default=None, metavar="S", help="per-law time limit (default: profile's)")
+    run.add_argument("--memory-limit", type=float, default=None, metavar="GB", help="memory cap per worker, GiB")
+    run.add_argument(
         "--database", default=None, metavar="DIR|URL", help="shared example database: a directory or redis://HOST:PORT"
     )
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=None,
-        metavar="S",
-        help="per-law time limit in seconds (default: the profile's)",
-    )
-    p.add_argument("--memory-limit", type=float, default=None, metavar="GB", help="memory cap per worker, GiB")
-    p.add_argument("--list", action="store_true", help="list the laws (id, dtypes, statement) and exit")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress line, failures summarised")
-    p.add_argument(
-        "--baseline",
-        metavar="FILE",
-        default=None,
-        help="record per-law max/p99 ULP error to FILE if it does not exist, else report (and exit 1 on) "
-        "every law whose error grew since it was recorded; delete FILE to re-record",
-    )
-    p.add_argument(
-        "--expectations",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="your expectation file (format: properties/running/expectations.py): xfail/skip entries, applied "
-        "before the implementation's shipped file; repeatable",
-    )
-    p.add_argument(
-        "--no-expectations",
-        action="store_true",
+    exp = p.add_argument_group("expectations", "example: --expectations my-known-failures.txt")
+    exp.add_argument(
+        "--expectations", action="append", default=[], metavar="FILE",
+        help="your xfail/skip entries (format: properties/running/expectations.py), applied before the "
+        "implementation's shipped file; repeatable",
+    )  # fmt: skip
+    exp.add_argument(
+        "--no-expectations", action="store_true",
         help="ignore the implementation's shipped expectation file (properties/expectations/<id>.txt)",
-    )
+    )  # fmt: skip
     p.set_defaults(func=main)
 
 

@@ -33,6 +33,7 @@ from golden.formats import NAMES, fmt
 from nanolm_core import ModelConfig
 from properties import __version__
 from properties.commands import arguments
+from properties.commands.helptext import Formatter, adapters_text
 from properties.commands.report import COMPARE_SCHEMA, Progress, headroom_text, wrap_block
 from properties.library.conventions import parse_all
 from properties.numerics.bounds import accuracy_class as _accuracy_class
@@ -64,7 +65,9 @@ def batch_invariance(impl: Implementation, component: str, dtype: str, device: s
     16 rows (RMSNorm, SwiGLU; D = 64, F = 96) or 4 sequences of 8 tokens (Block, the ``tiny`` config).
     """
     config = ModelConfig(dim=64, n_heads=4, n_kv_heads=2, ffn_dim=96, max_seq_len=16)
-    args = {"RMSNorm": (64, 1e-6), "SwiGLU": (64, 96), "Block": (config,)}[component]
+    args = {"RMSNorm": (64, 1e-6), "SwiGLU": (64, 96), "Block": (config,)}.get(component)
+    if args is None:  # not a component with a batch (the Module laws)
+        return None
     gen = torch.Generator().manual_seed(seed)
     try:
         module = impl.factory(component)(*args)
@@ -166,7 +169,7 @@ def build_cells(impl_name: str, results: Iterable[Any]) -> list[Cell]:
             verdict = r["status"] in ("passed", "xpassed")
             cell.batch_invariant = verdict if cell.batch_invariant is None else cell.batch_invariant and verdict
             cell.batch_source = r["law_id"]
-    order = {c: i for i, c in enumerate(COMPONENTS)}
+    order = {c: i for i, c in enumerate((*COMPONENTS, "Module"))}
     return sorted(
         cells.values(),
         key=lambda c: (order.get(c.component, 99), DTYPES.index(c.dtype) if c.dtype in DTYPES else 9, c.device),
@@ -355,7 +358,7 @@ def _declared(report: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
 
 
 def _components(cells: Sequence[Cell]) -> list[str]:
-    return [c for c in COMPONENTS if any(cell.component == c for cell in cells)]
+    return [c for c in (*COMPONENTS, "Module") if any(cell.component == c for cell in cells)]
 
 
 def _md_escape(text: str) -> str:
@@ -707,10 +710,14 @@ def main(args: argparse.Namespace) -> int:
     return exit_status(report)
 
 
-EPILOG = """\
+EPILOG = f"""\
 examples:
   nanolm-verify compare reference torch hf-llama --out cmp --profile ci
   nanolm-verify compare torch liger --device cuda --dtype bf16 --out cmp
+  nanolm-verify compare torch hf-llama --only RMSNorm --workers 2 --out cmp
+
+adapter ids (IMPL):
+{adapters_text()}
 
 exit status:
   0    every law passed, was skipped, or failed as expected (xfail)
@@ -725,9 +732,11 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "compare",
         help="compare implementations side by side (Markdown + HTML)",
-        description="Implementations side by side, as Markdown, a static HTML page and JSON.",
+        description="Implementations side by side, as Markdown, a static HTML page and JSON:\n"
+        "for each component x law x dtype, one column per implementation, each cell\n"
+        "the headroom (max error divided by the derived bound, <= 1 passes).",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=Formatter,
     )
     p.add_argument("impls", nargs="+", metavar="IMPL", help="module, .py path or adapter id")
     p.add_argument("--out", required=True, metavar="DIR", help="writes report.md, index.html, results.json")

@@ -20,6 +20,7 @@ import sys
 from typing import Any
 
 from properties.commands.check import failure_text
+from properties.commands.helptext import Formatter
 from properties.running.loading import ImplementationError, load
 from properties.running.profiles import PROFILES
 from properties.running.runner import LAWS, load_counterexample, run_law
@@ -28,9 +29,9 @@ __all__ = ["main", "register"]
 
 EPILOG = """\
 examples:
-  nanolm-verify replay out/report-counterexamples/\\
-RMSNorm.rmsnorm_matches_golden-fp32-cpu.pt
-  nanolm-verify replay FILE --impl mypkg.fixed_norms   (does the fix hold?)
+  nanolm-verify check impl.py --json out/r.json   (saves out/r-counterexamples/)
+  nanolm-verify replay out/r-counterexamples/RMSNorm.rmsnorm_matches_golden-*.pt
+  nanolm-verify replay FILE --impl mypkg.fixed_norms  does the fix hold?
 
 exit status:
   0  the case passes now
@@ -44,9 +45,12 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "replay",
         help="re-run one failure exactly, from its counterexample file",
-        description=__doc__.split("\n\n")[0].replace("``", ""),
+        description="Re-run one failure exactly, from its counterexample file (.pt): check\n"
+        "writes one per failed law beside --json (or under --artifacts DIR). The law\n"
+        "runs once on the very values it drew, in this process, and the verdict is\n"
+        "printed as check prints it. The file is a pickle: replay only files you trust.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=Formatter,
     )
     p.add_argument("file", metavar="FILE", help="a counterexample file (.pt) written by check")
     p.add_argument(
