@@ -38,7 +38,7 @@ from properties.commands.report import COMPARE_SCHEMA, Progress, headroom_text, 
 from properties.library.conventions import parse_all
 from properties.numerics.bounds import accuracy_class as _accuracy_class
 from properties.running import expectations, profiles
-from properties.running.loading import COMPONENTS, Implementation, ImplementationError, load
+from properties.running.loading import ADAPTERS, COMPONENTS, Implementation, ImplementationError, load
 from properties.running.runner import LAWS, UsageError, plan, select_laws
 from properties.running.workers import Pool, default_memory_limit
 
@@ -228,17 +228,25 @@ def run(
     expectation_files: Sequence[str] = (),
     workers: int = 1,
     progress: Any = None,
+    unavailable: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run the laws for each implementation and aggregate: {"impls": [...], "cells": [...], "results": {...}}.
 
     ``runner(impl, profile=, devices=, dtypes=, only=, seed=)`` defaults to the ``check`` runner in worker
     processes (for tests: canned results). Ctrl-C / SIGTERM stop the run: ``report["interrupted"]`` names the
-    signal and the report holds what finished.
+    signal and the report holds what finished. ``unavailable``: a dict that collects {spec: reason} for
+    implementations that cannot be imported here (the league), instead of raising ImplementationError.
     """
     runner = runner or functools.partial(_run_laws, workers=workers, progress=progress)
     impls, cells, raw, interrupted = [], [], {}, None
     for spec in specs:
-        impl = load(spec)  # ImplementationError → usage error
+        try:
+            impl = load(spec)  # ImplementationError → usage error
+        except ImplementationError as exc:
+            if unavailable is None:
+                raise
+            unavailable[spec] = str(exc)
+            continue
         try:
             results = runner(impl, profile=profile, devices=devices, dtypes=dtypes, only=only, seed=seed)
         except _Stopped as stop:
@@ -621,6 +629,127 @@ def render_html(report: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+# ---------------------------------------------------------------------------------------------- the league
+
+_GOLDEN_LAWS = ("_matches_golden", "_matches_stored_golden", "_gradients_match_golden")
+
+
+def findings(spec: str) -> tuple[list[str], list[str]]:
+    """(the "# Finding:" sentences, one line per distinct xfail reason) of an implementation's shipped
+    expectation file (properties/expectations/<id>.txt); empty when it has none."""
+    path = expectations.path_for(spec)
+    if not path.exists():
+        return [], []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    said = [line.removeprefix("# Finding:").strip() for line in lines if line.startswith("# Finding:")]
+    reasons: dict[str, list[str]] = {}
+    for entry in expectations.load(spec, path):
+        if entry.action == "xfail":
+            reasons.setdefault(entry.reason, []).append(f"{entry.law}[{entry.dtype}]")
+    return said, [f"{reason} ({len(laws)} law runs)" for reason, laws in reasons.items()]
+
+
+def league_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per implementation, best first: unexpected failures, then expected ones, then the worst headroom
+    of the laws against golden (the accuracy: how much of the derived bound the largest error used)."""
+    rows = []
+    for info in report["impls"]:
+        records = report["results"].get(info["spec"], [])
+        counts = {
+            s: sum(r["status"] == s for r in records) for s in ("passed", "failed", "error", "xfailed", "xpassed")
+        }
+        worst: dict[str, float | None] = {}
+        for dtype in DTYPES:
+            rooms = [
+                _num(r.get("headroom"))
+                for r in records
+                if r["dtype"] == dtype and r["law_id"].endswith(_GOLDEN_LAWS) and r["status"] != "skipped"
+            ]
+            rooms = [h for h in rooms if h is not None]
+            worst[dtype] = max(rooms) if rooms else None
+        finite = [h for h in worst.values() if h is not None]
+        rows.append(
+            {
+                "spec": info["spec"],
+                "provided": info["provided"],
+                "skip_reason": info["skip_reason"],
+                "ran": counts["passed"] + counts["failed"] + counts["error"] + counts["xfailed"] + counts["xpassed"],
+                **counts,
+                "worst": worst,
+                "key": (counts["failed"] + counts["error"], counts["xfailed"], max(finite) if finite else math.inf),
+            }
+        )
+    return sorted(rows, key=lambda row: (row["ran"] == 0, row["key"]))
+
+
+def render_league(report: dict[str, Any], command: str, unavailable: dict[str, str] | None = None) -> str:
+    """The accuracy league as Markdown: every implementation on one page, ranked, with its findings."""
+    meta = report["meta"]
+    out = [
+        "# Accuracy league",
+        "",
+        "Every shipped adapter and the reference, judged by the same laws on the same inputs "
+        f"(profile `{meta['profile']}`, derandomized; devices {', '.join(meta['devices'])}; {meta['date']}; "
+        + ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
+        + ").",
+        "",
+        f"Regenerate: `{command}`",
+        "",
+        "Ranked by unexpected failures, then expected failures (the implementation's shipped expectation file), "
+        "then accuracy: the worst **headroom** of the laws against golden (`*_matches_golden`, "
+        "`*_matches_stored_golden`, `*_gradients_match_golden`) — max |error| ÷ derived bound over every example, "
+        "≤ 1 passes; 0.5 means the largest error used half of what the error analysis allows. Headroom above 1 "
+        "in an *expected* failure is the size of a documented departure (e.g. fp32 arithmetic on fp64 inputs).",
+        "",
+        "| # | implementation | components | laws passed | failed | expected failures | "
+        + " | ".join(f"headroom {d}" for d in DTYPES)
+        + " |",
+        "|---|---|---|---|---|---|" + "---|" * len(DTYPES),
+    ]
+    rank = 0
+    for row in league_rows(report):
+        if not row["ran"]:
+            cells = ["—", f"**{row['spec']}**", ", ".join(row["provided"]) or "—", "skipped here", "—", "—"]
+            out.append("| " + " | ".join(cells + ["—"] * len(DTYPES)) + " |")
+            continue
+        rank += 1
+        rooms = [headroom_text(h, failed=h > 1) if h is not None else "—" for h in row["worst"].values()]
+        bad = row["failed"] + row["error"]
+        cells = [
+            str(rank),
+            f"**{row['spec']}**",
+            ", ".join(row["provided"]),
+            f"{row['passed'] + row['xpassed']}/{row['ran']}",
+            f"**{bad}**" if bad else "0",
+            str(row["xfailed"]),
+        ]
+        out.append("| " + " | ".join(cells + rooms) + " |")
+    out += ["", "## Findings", ""]
+    for info in report["impls"]:
+        said, reasons = findings(info["spec"])
+        declared = info.get("declared") or {}
+        out.append(f"### {info['spec']}")
+        out.append("")
+        if info["skip_reason"]:
+            out.append(f"- Not run here: {_md_escape(info['skip_reason'])}")
+        for component, summary in declared.items():
+            out.append(f"- Declares ({component}): {_md_escape(summary)}")
+        out += [f"- Finding: {_md_escape(text)}" for text in said]
+        out += [f"- Expected failure: {_md_escape(text)}" for text in reasons]
+        records = report["results"].get(info["spec"], [])
+        failed = sorted({f"`{r['law_id']}` {r['dtype']}" for r in records if r["status"] in ("failed", "error")})
+        if failed:
+            out.append("- **Unexpected failures**: " + ", ".join(failed))
+        if not (said or reasons or failed or info["skip_reason"]):
+            out.append("- None: every law passes." if records else "- Nothing ran.")
+        out.append("")
+    if unavailable:
+        out += ["## Not available on this machine", ""]
+        out += [f"- **{spec}**: {_md_escape(reason.splitlines()[0])}" for spec, reason in unavailable.items()]
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
 def to_json(report: dict[str, Any]) -> dict[str, Any]:
     """The compare report as JSON data (``COMPARE_SCHEMA``: ``properties/schemas/compare-report.schema.json``)."""
     interrupted = report.get("interrupted")
@@ -673,19 +802,28 @@ def main(args: argparse.Namespace) -> int:
         dtypes = arguments.dtypes(args.dtype)
         only = _split(args.only)
         workers = arguments.positive(args.workers, "--workers", int)
-        out = arguments.output_dir(args.out, "--out")
+        if args.out is None and args.league is None:
+            raise UsageError("--out DIR (the report) or --league FILE (the league table) is required")
+        out = arguments.output_dir(args.out, "--out") if args.out is not None else None
+        league = arguments.output_file(args.league, "--league") if args.league is not None else None
+        if not args.impls and league is None:
+            raise UsageError("name the implementations to compare (every adapter: --league FILE)")
+        args.impls = args.impls or list(ADAPTERS)
         for spec in args.impls:
             arguments.implementation(spec)
+            if league is None:
+                load(spec)  # an implementation that cannot be imported: a usage error before any law runs
         for path in args.expectations:
             expectations.read(path)  # a bad file fails here, before any work (run() applies them)
         selection = dict(profile=prof.name, devices=devices, only=only, dtypes=dtypes, seed=args.seed)
         total = planned(args.impls, **selection)
         if not total:
             raise UsageError("the selection runs no law: no selected law is defined for the selected dtypes")
-    except (UsageError, ValueError) as exc:
+    except (UsageError, ImplementationError, ValueError) as exc:
         print(f"nanolm-verify compare: error: {exc}", file=sys.stderr)
         return 2
     progress = Progress(total, quiet=args.quiet)
+    unavailable: dict[str, str] | None = {} if league is not None else None
     try:
         report = run(
             args.impls,
@@ -694,13 +832,20 @@ def main(args: argparse.Namespace) -> int:
             expectation_files=args.expectations,
             workers=workers,
             progress=progress,
+            unavailable=unavailable,
         )
     except (ImplementationError, expectations.ExpectationError, ValueError) as exc:
         print(f"nanolm-verify compare: error: {exc}", file=sys.stderr)
         return 2
     finally:
         progress.close()
-    paths = write(report, out)
+    paths = write(report, out) if out is not None else []
+    if league is not None:
+        named = "" if args.impls == list(ADAPTERS) else " " + " ".join(args.impls)
+        command = f"nanolm-verify compare --league {args.league}{named} --profile {prof.name} --workers {workers}"
+        league.parent.mkdir(parents=True, exist_ok=True)
+        league.write_text(render_league(report, command, unavailable), encoding="utf-8")
+        paths.append(league)
     for line in highlights(report["cells"], _declared(report)):
         print(wrap_block(line))
     if report.get("interrupted"):
@@ -715,6 +860,7 @@ examples:
   nanolm-verify compare reference torch hf-llama --out cmp --profile ci
   nanolm-verify compare torch liger --device cuda --dtype bf16 --out cmp
   nanolm-verify compare torch hf-llama --only RMSNorm --workers 2 --out cmp
+  nanolm-verify compare --league docs/league.md --profile ci --workers 1
 
 adapter ids (IMPL):
 {adapters_text()}
@@ -738,8 +884,14 @@ def register(subparsers: Any) -> None:
         epilog=EPILOG,
         formatter_class=Formatter,
     )
-    p.add_argument("impls", nargs="+", metavar="IMPL", help="module, .py path or adapter id")
-    p.add_argument("--out", required=True, metavar="DIR", help="writes report.md, index.html, results.json")
+    p.add_argument("impls", nargs="*", metavar="IMPL", help="module, .py path or adapter id")
+    p.add_argument("--out", default=None, metavar="DIR", help="writes report.md, index.html, results.json")
+    p.add_argument(
+        "--league",
+        default=None,
+        metavar="FILE",
+        help="write the accuracy league (Markdown) here; without IMPL: every adapter",
+    )
     p.add_argument(
         "--profile",
         default=None,

@@ -149,8 +149,10 @@ def test_expectations_turn_a_documented_failure_into_xfailed(monkeypatch, tmp_pa
 def test_cli_has_compare_and_unknown_implementations_exit_2(tmp_path, capsys):
     assert cli.main(["compare", "no_such_module_xyz", "--out", str(tmp_path)]) == 2
     assert "no_such_module_xyz" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        cli.main(["compare", "torch"])  # --out is required
+    assert cli.main(["compare", "torch"]) == 2  # --out (or --league) is required, before any work
+    assert "--out DIR" in capsys.readouterr().err
+    assert cli.main(["compare", "--out", str(tmp_path)]) == 2  # no implementation named
+    assert "name the implementations" in capsys.readouterr().err
 
 
 def test_end_to_end_hf_llama_rounds_twice_where_torch_rounds_once():
@@ -169,3 +171,13 @@ def test_numbers_next_to_a_class_boundary_are_not_rounded_across_it():
     assert compare._fmt(0.49998158626697325) == "0.49998"
     assert compare._fmt(0.99999999) == "0.99999998999999995"
     assert (compare._fmt(2.1347e8), compare._fmt(None), compare._fmt(float("inf"))) == ("2.1347e+08", "—", "inf")
+
+
+def test_the_league_ranks_every_implementation_and_lists_its_findings(tmp_path):
+    report = compare.run(["torch", "hf-llama"], dtypes=["bf16"], runner=fake_runner({"torch": 0.5, "hf-llama": 9.0}))
+    text = compare.render_league(report, "nanolm-verify compare --league L", {"timm": "No module named 'timm'"})
+    rows = [line for line in text.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
+    assert rows[0].startswith("| 1 | **torch** |") and rows[1].startswith("| 2 | **hf-llama** |")
+    assert "| **1** |" in rows[1] and "4.5" in rows[1]  # one unexpected failure, its headroom 9/2
+    assert "Finding: HF Llama computes in fp32 whatever the input dtype" in text  # its expectation file
+    assert "**timm**: No module named 'timm'" in text and "Regenerate: `nanolm-verify compare --league L`" in text
