@@ -46,6 +46,7 @@ __all__ = ["Cell", "batch_invariance", "build_cells", "main", "register", "rende
 
 DTYPES = NAMES
 _COUNTED = ("passed", "failed", "xfailed", "xpassed", "error")
+_GOLDEN_LAWS = ("_matches_golden", "_matches_stored_golden", "_gradients_match_golden")  # accuracy vs golden
 
 
 # ---------------------------------------------------------------------------------------------- measuring
@@ -101,7 +102,7 @@ class Cell:
     max_ulp: float | None = None
     p99_ulp: float | None = None
     worst_law: str | None = None
-    headroom: float | None = None  # max error ÷ bound over every law of the cell (≤ 1 passes)
+    headroom: float | None = None  # max error ÷ bound over the cell's laws against golden (≤ 1 passes)
     headroom_law: str | None = None
     worst_input: dict[str, Any] | None = None
     batch_invariant: bool | None = None
@@ -160,7 +161,7 @@ def build_cells(impl_name: str, results: Iterable[Any]) -> list[Cell]:
         max_ulp, p99 = _num(r.get("max_ulp")), _num(r.get("p99_ulp"))
         if max_ulp is not None and (cell.max_ulp is None or max_ulp > cell.max_ulp):
             cell.max_ulp, cell.worst_law, cell.worst_input = max_ulp, r["law_id"], r.get("worst_input")
-        room = _num(r.get("headroom"))
+        room = _num(r.get("headroom")) if r["law_id"].endswith(_GOLDEN_LAWS) else None
         if room is not None and r["status"] != "skipped" and (cell.headroom is None or room > cell.headroom):
             cell.headroom, cell.headroom_law = room, r["law_id"]
         if p99 is not None:
@@ -335,9 +336,11 @@ def _compact(worst: dict[str, Any] | None, limit: int = 90) -> str:
 
 
 def highlights(cells: Sequence[Cell], conventions: dict[str, dict[str, dict[str, Any]]] | None = None) -> list[str]:
-    """Sentences for every component × dtype × device where the implementations' accuracy classes differ.
+    """One sentence for every component × dtype × device where the implementations' accuracy classes differ:
+    the implementations grouped by class, most accurate first, with their max ULP error against golden.
 
-    ``conventions`` ({impl: {component: CONVENTIONS entry}}) adds what the least accurate one declares.
+    ``conventions`` ({impl: {component: CONVENTIONS entry}}) is accepted for compatibility: the conventions are
+    stated once per implementation in the report, not repeated here.
     """
     groups: dict[tuple[str, str, str], list[Cell]] = {}
     for cell in cells:
@@ -345,19 +348,16 @@ def highlights(cells: Sequence[Cell], conventions: dict[str, dict[str, dict[str,
             groups.setdefault((cell.component, cell.dtype, cell.device), []).append(cell)
     lines = []
     for (component, dtype, device), group in groups.items():
-        if len({c.accuracy for c in group}) > 1:
-            parts = "; ".join(
-                f"{c.impl}: {c.accuracy} (max {_fmt(c.max_ulp)}, p99 {_fmt(c.p99_ulp)} ULP)"
-                for c in sorted(group, key=lambda c: c.max_ulp)
-            )
-            worst = max(group, key=lambda c: c.max_ulp)
-            conv = (conventions or {}).get(worst.impl, {}).get(component, {})
-            declared = "; ".join(
-                f"{key.replace('_', ' ')}: {conv[key]}" for key in ("rounding", "compute_dtype") if key in conv
-            )
-            lines.append(
-                f"{component} {dtype} {device} — {parts}" + (f". {worst.impl} declares {declared}" if declared else "")
-            )
+        if len({c.accuracy for c in group}) < 2:
+            continue
+        classes: dict[str, list[Cell]] = {}
+        for c in sorted(group, key=lambda c: c.max_ulp):
+            classes.setdefault(c.accuracy, []).append(c)
+        parts = [
+            f"{name}: {', '.join(c.impl for c in members)} (max {_fmt(max(c.max_ulp for c in members))} ULP)"
+            for name, members in classes.items()
+        ]
+        lines.append(f"{component} {dtype} {device} — " + "; ".join(parts))
     return lines
 
 
@@ -445,7 +445,7 @@ def _overview(cell: Cell | None) -> list[str]:
     room = headroom_text(cell.headroom, failed=bool(cell.headroom and cell.headroom > 1)) or "—"
     return [
         f"laws {cell.laws_text}",
-        f"headroom {room}",
+        f"headroom vs golden {room}",
         f"max {_fmt(cell.max_ulp)} ULP" + (f" ({cell.accuracy})" if cell.max_ulp is not None else ""),
         f"batch-invariant {cell.batch_text}",
     ]
@@ -462,7 +462,9 @@ def _conventions_line(info: dict[str, Any], component: str) -> str:
     summary = info.get("declared", {}).get(component)
     if summary:
         return summary
-    return "the contract's reference conventions" if info["conventions"].get(component) else "none declared"
+    if info["module"] == "nanolm_core" or info["conventions"].get(component):
+        return "the contract's reference conventions"
+    return "none declared"
 
 
 _INTRO = (
@@ -593,7 +595,7 @@ def render_html(report: dict[str, Any]) -> str:
     if lines:
         out += ["<h2>Where the implementations differ</h2>", '<ul class="hl">']
         out += [f"<li>{e(line)}</li>" for line in lines] + ["</ul>"]
-    head = "".join(f"<th>{e(spec)}</th>" for spec in specs)
+    head = "".join(f"<th>{e(spec).replace('.', '.<wbr>')}</th>" for spec in specs)  # long module names wrap
     multi = len(meta["devices"]) > 1
     for component in _components(cells):
         out += [f"<h2>{e(component)}</h2>", f"<table><thead><tr><th>dtype</th>{head}</tr></thead><tbody>"]
@@ -630,8 +632,6 @@ def render_html(report: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- the league
-
-_GOLDEN_LAWS = ("_matches_golden", "_matches_stored_golden", "_gradients_match_golden")
 
 
 def findings(spec: str) -> tuple[list[str], list[str]]:
@@ -761,6 +761,22 @@ def to_json(report: dict[str, Any]) -> dict[str, Any]:
         "impls": report["impls"],
         "cells": [dataclasses.asdict(c) | {"accuracy_class": c.accuracy} for c in report["cells"]],
         "results": report["results"],
+    }
+
+
+def from_json(data: dict[str, Any]) -> dict[str, Any]:
+    """A report (as ``run`` returns it) back from its results.json: re-render without re-running the laws."""
+    names = {f.name for f in dataclasses.fields(Cell)}
+    cells = [Cell(**{k: v for k, v in c.items() if k in names}) for c in data["cells"]]
+    for cell in cells:
+        cell.problems = [tuple(p) for p in cell.problems]
+    interrupted = data.get("interrupted_by")
+    return {
+        "impls": data["impls"],
+        "cells": cells,
+        "results": data["results"],
+        "meta": data["meta"],
+        "interrupted": int(signal.Signals[interrupted]) if interrupted else None,
     }
 
 

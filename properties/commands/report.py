@@ -58,15 +58,20 @@ def schema(doc_schema: str) -> dict[str, Any]:
 
 
 def headroom_text(h: float | None, failed: bool = False) -> str:
-    """At most 4 characters: 0.31, 2.4 (failed), 123, 2e5, inf (truncated, never rounded up); "" if unmeasured."""
+    """At most 4 characters: 0.31, 2.5 (failed: rounded up), 123, 2e5, inf; "" when nothing was measured.
+
+    A passing value is truncated (0.9999 reads 0.99), a failing one rounded up (1.0001 reads 1.1): the text
+    never crosses the pass/fail line."""
     if h is None or (isinstance(h, float) and math.isnan(h)):
         return ""
     if math.isinf(h):
         return "inf"
     if h < 1 or (h < 10 and not failed):  # truncated: a passing 0.9999 reads 0.99, never 1.00
         return f"{math.floor(h * 100) / 100:.2f}"
+    if h < 9.9:  # rounded up: a failing 1.0001 reads 1.1, never 1.0
+        return f"{math.ceil(h * 10) / 10:.1f}"
     if h < 10:
-        return f"{math.floor(h * 10) / 10:.1f}"
+        return "10"
     if h < 999.5:
         return f"{h:.0f}"
     mantissa, exponent = f"{h:.0e}".split("e")
