@@ -61,3 +61,9 @@ def test_one_default_profile_across_subcommands():
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
     defaults = {name: subs[name].get_default("profile") for name in ("check", "compare", "pitfalls")}
     assert set(defaults.values()) == {None}  # None: $HYPOTHESIS_PROFILE, else profiles.DEFAULT_PROFILE
+
+
+def test_check_list_fits_80_columns(capsys):
+    assert main(["check", "--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 40 and max(map(len, lines)) <= 80

@@ -121,3 +121,24 @@ def test_under_pytest_junit_xml_carries_each_laws_measurements(tmp_path):
     assert props["nanolm_status"] == "passed" and int(props["nanolm_examples"]) >= 1
     assert 0 < float(props["nanolm_headroom"]) <= 1 and float(props["nanolm_max_ulp"]) > 0
     assert float(props["nanolm_bound_ulps"]) > 0 and "u_c" in props["nanolm_bound"]
+
+
+def test_sigterm_during_compare_writes_a_partial_report_that_meets_its_schema(tmp_path):
+    code = "import sys; from properties.entry.cli import main; sys.exit(main())"
+    cmd = [sys.executable, "-c", code, "compare", "reference", "torch", "--profile", "ci", "--only", "RMSNorm"]
+    proc = subprocess.Popen(
+        [*cmd, "--dtype", "fp32", "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 300
+    for line in proc.stderr:  # off a terminal: one line per finished law, named by implementation
+        assert line.startswith("[") or "Warning" in line or not line.strip(), line
+        if line.startswith("[2/") or time.monotonic() > deadline:
+            break
+    proc.send_signal(signal.SIGTERM)
+    stdout, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, stdout
+    assert "interrupted by SIGTERM" in stdout
+    doc = json.loads((tmp_path / "results.json").read_text())
+    _validate(doc)
+    assert doc["interrupted"] is True and doc["interrupted_by"] == "SIGTERM"
+    assert list(doc["results"]) == ["reference"] and 2 <= len(doc["results"]["reference"]) < 15
