@@ -247,6 +247,8 @@ def run(
             if unavailable is None:
                 raise
             unavailable[spec] = str(exc)
+            if hasattr(progress, "skip"):
+                progress.skip(len(plan(profile=profile, devices=list(devices), only=only, dtypes=dtypes, seed=seed)))
             continue
         try:
             results = runner(impl, profile=profile, devices=devices, dtypes=dtypes, only=only, seed=seed)

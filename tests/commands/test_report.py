@@ -95,3 +95,11 @@ def test_progress_on_a_terminal_is_one_carriage_return_line_with_an_estimate():
     assert max(len(part) for part in text.split("\r")) <= 79
     progress.close()
     assert out.getvalue().endswith("\r")
+
+
+def test_progress_total_shrinks_when_planned_runs_will_not_run():
+    out = io.StringIO()
+    progress = report.Progress(4, stream=out)
+    progress.skip(2)
+    progress(_r())
+    assert out.getvalue().startswith("[1/2 laws]")
