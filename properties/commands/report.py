@@ -106,6 +106,8 @@ def format_table(results: Sequence[LawResult], width: int = WIDTH) -> str:
     longest = max([len(law_id.split(".", 1)[-1]) for _, law_id in laws] + [len("law")])
     name_w = min(longest + 1, width - cells - 2)  # one more space before the first cell where it fits
     lines: list[str] = []
+    if not results:  # an interrupted run with nothing finished: the header says what the table would hold
+        return f"{'law':{name_w + 2}}" + "".join(f" {dt:>{_CELL}}" for dt in dtypes) + "\n  (no law finished)"
     for device in devices:
         title = "law" if len(devices) == 1 else f"law (on {device})"
         lines.append(f"{title:{name_w + 2}}" + "".join(f" {dt:>{_CELL}}" for dt in dtypes))

@@ -103,3 +103,10 @@ def test_progress_total_shrinks_when_planned_runs_will_not_run():
     progress.skip(2)
     progress(_r())
     assert out.getvalue().startswith("[1/2 laws]")
+
+
+def test_an_empty_table_still_has_its_header():
+    assert report.format_table([]).splitlines() == [
+        "law        fp64     fp32     fp16     bf16",
+        "  (no law finished)",
+    ]
