@@ -643,17 +643,28 @@ def findings(spec: str) -> tuple[list[str], list[str]]:
     if not path.exists():
         return [], []
     lines = path.read_text(encoding="utf-8").splitlines()
-    said = [line.removeprefix("# Finding:").strip() for line in lines if line.startswith("# Finding:")]
+    said: list[str] = []
+    for i, line in enumerate(lines):
+        if not line.startswith("# Finding:"):
+            continue
+        text = [line.removeprefix("# Finding:").strip()]
+        for more in lines[i + 1 :]:  # its continuation: comment lines up to a blank one, evidence or quoted code
+            body = more.removeprefix("#")
+            if not more.startswith("# ") or body.startswith(("   ", " Evidence", " Finding")) or not body.strip():
+                break
+            text.append(body.strip())
+        said.append(" ".join(text))
     reasons: dict[str, list[str]] = {}
     for entry in expectations.load(spec, path):
         if entry.action == "xfail":
             reasons.setdefault(entry.reason, []).append(f"{entry.law}[{entry.dtype}]")
-    return said, [f"{reason} ({len(laws)} law runs)" for reason, laws in reasons.items()]
+    return said, [f"{reason} ({len(laws)} law run{'s' if len(laws) > 1 else ''})" for reason, laws in reasons.items()]
 
 
 def league_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per implementation, best first: unexpected failures, then expected ones, then the worst headroom
-    of the laws against golden (the accuracy: how much of the derived bound the largest error used)."""
+    """One row per implementation, best first: unexpected failures, then the share of expected ones among the law
+    runs, then the worst headroom of the laws against golden (how much of the derived bound the largest error
+    used)."""
     rows = []
     for info in report["impls"]:
         records = report["results"].get(info["spec"], [])
@@ -678,7 +689,11 @@ def league_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
                 "ran": counts["passed"] + counts["failed"] + counts["error"] + counts["xfailed"] + counts["xpassed"],
                 **counts,
                 "worst": worst,
-                "key": (counts["failed"] + counts["error"], counts["xfailed"], max(finite) if finite else math.inf),
+                "key": (
+                    counts["failed"] + counts["error"],
+                    counts["xfailed"] / max(1, counts["passed"] + counts["failed"] + counts["xfailed"]),
+                    max(finite) if finite else math.inf,
+                ),
             }
         )
     return sorted(rows, key=lambda row: (row["ran"] == 0, row["key"]))
@@ -697,8 +712,9 @@ def render_league(report: dict[str, Any], command: str, unavailable: dict[str, s
         "",
         f"Regenerate: `{command}`",
         "",
-        "Ranked by unexpected failures, then expected failures (the implementation's shipped expectation file), "
-        "then accuracy: the worst **headroom** of the laws against golden (`*_matches_golden`, "
+        "Ranked by unexpected failures, then the share of expected failures among the law runs (the "
+        "implementation's shipped expectation file; implementations provide different components), then "
+        "accuracy: the worst **headroom** of the laws against golden (`*_matches_golden`, "
         "`*_matches_stored_golden`, `*_gradients_match_golden`) — max |error| ÷ derived bound over every example, "
         "≤ 1 passes; 0.5 means the largest error used half of what the error analysis allows. Headroom above 1 "
         "in an *expected* failure is the size of a documented departure (e.g. fp32 arithmetic on fp64 inputs).",
