@@ -103,14 +103,12 @@ class LawResult:
     def to_json(self) -> dict[str, Any]:
         """One JSON-able report record."""
         record = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "replay_data"}
-        record = json.loads(json.dumps(record, default=str))  # a deep copy of plain data
         for key in ("max_ulp", "p99_ulp", "duration", "headroom"):
             value = record[key]
             if isinstance(value, float) and not math.isfinite(value):
                 record[key] = repr(value)
         record["duration"] = round(self.duration, 4)
-        json.dumps(record)  # fail here, not in the report writer
-        return record
+        return json.loads(json.dumps(record))  # a deep copy of plain data; fails here, not in the report writer
 
 
 # ---------------------------------------------------------------------------------------------- one law
