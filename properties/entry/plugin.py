@@ -224,13 +224,14 @@ def measurements(result: Any) -> list[tuple[str, Any]]:
     bound = result.bound or {}
     props = [
         ("nanolm_status", result.status),
-        ("nanolm_max_ulp", result.max_ulp),
-        ("nanolm_headroom", result.headroom),
+        ("nanolm_max_ulp", None if result.max_ulp is None else float(result.max_ulp)),
+        ("nanolm_headroom", None if result.headroom is None else float(result.headroom)),
         ("nanolm_bound_ulps", bound.get("ulps")),
         ("nanolm_bound", bound.get("formula")),
         ("nanolm_examples", result.examples),
     ]
-    return [(name, value) for name, value in props if value is not None]
+    plain = (str, int, float, bool)  # xdist serializes them (numpy scalars it does not)
+    return [(name, value if isinstance(value, plain) else str(value)) for name, value in props if value is not None]
 
 
 @pytest.fixture

@@ -224,8 +224,8 @@ def measure(name: str, value: Any) -> None:
 
 def jsonable(value: Any) -> Any:
     """A JSON-able rendering: non-finite floats as strings, small tensors as lists, dtypes by name."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, float):  # (numpy's float64 too: a plain float, which any serializer takes)
+        return float(value) if math.isfinite(value) else repr(float(value))
     if isinstance(value, (str, int, bool)) or value is None:
         return value
     if isinstance(value, torch.dtype):
