@@ -76,9 +76,6 @@ def _entry(name: str, law: str, dtype: str, kind: str, title: str, pending: str 
 
 
 _NEEDS_ACCELERATOR = "the law compares an accelerator with the CPU: it does not run on a CPU-only machine"
-_SHAPE_LAW_GAP = (
-    "the law asserts nothing itself: the harness's output check reports the wrong dtype as a contract failure"
-)
 
 # fmt: off
 PITFALLS: dict[str, Pitfall] = dict([
@@ -106,7 +103,7 @@ PITFALLS: dict[str, Pitfall] = dict([
     _entry("inplace_input", "RMSNorm.rmsnorm_does_not_modify_input", "fp32", REAL,
            "normalising in place overwrites the caller's x"),
     _entry("dtype_drift", "RMSNorm.rmsnorm_preserves_shape_dtype_device", "bf16", REAL,
-           "bf16 in, fp32 out", pending=_SHAPE_LAW_GAP),
+           "bf16 in, fp32 out"),
     _entry("rmsnorm_wrong_backward", "RMSNorm.rmsnorm_gradients_match_golden", "fp32", REAL,
            "hand-written backward treats the RMS as a constant"),
     _entry("norm_without_mean", "RMSNorm.rmsnorm_output_has_norm_sqrt_d", "fp32", TEST,
@@ -125,9 +122,7 @@ PITFALLS: dict[str, Pitfall] = dict([
     _entry("swiglu_wrong_backward", "SwiGLU.swiglu_gradients_match_golden", "fp32", REAL,
            "hand-written silu backward uses σ(z) as the derivative"),
     _entry("swiglu_bias", "SwiGLU.swiglu_has_three_matrices_of_ffn_dim", "fp32", REAL,
-           "nn.Linear's default bias: six tensors, not three",
-           pending="the law loads the state dict before it counts: the extra biases are reported as a "
-                   "contract failure of load_state_dict(strict=True)"),
+           "nn.Linear's default bias: six tensors, not three"),
     _entry("swiglu_offset", "SwiGLU.swiglu_maps_zero_to_zero", "fp32", TEST,
            "a stray constant in the hidden activation"),
     _entry("hidden_position_scale", "SwiGLU.swiglu_is_invariant_to_hidden_permutation", "fp32", TEST,
@@ -137,7 +132,7 @@ PITFALLS: dict[str, Pitfall] = dict([
     _entry("leaky_output", "SwiGLU.swiglu_is_linear_in_w_down", "fp32", TEST,
            "a leaky clamp after W_down"),
     _entry("swiglu_fp32_output", "SwiGLU.swiglu_preserves_shape_dtype_device", "bf16", TEST,
-           "bf16 in, fp32 out", pending=_SHAPE_LAW_GAP),
+           "bf16 in, fp32 out"),
     _entry("inplace_swiglu", "SwiGLU.swiglu_does_not_modify_input", "fp32", TEST,
            "the input buffer reused as scratch"),
     _entry("bf16_truncated_hidden", "SwiGLU.swiglu_bf16_drift_from_fp32_is_bounded", "bf16", TEST,
@@ -162,7 +157,7 @@ PITFALLS: dict[str, Pitfall] = dict([
     _entry("detached_branch_input", "Block.block_jacobian_is_identity_plus_branch", "fp32", TEST,
            "the FFN branch reads a detached h"),
     _entry("block_fp32_output", "Block.block_preserves_shape_dtype_device", "bf16", TEST,
-           "residual stream kept and returned in fp32", pending=_SHAPE_LAW_GAP),
+           "residual stream kept and returned in fp32"),
     _entry("inplace_residual", "Block.block_does_not_modify_input", "fp32", TEST,
            "the residual added in place into the caller's x"),
     _entry("detached_attention_input", "Block.block_gradients_pass_gradcheck", "fp64", TEST,

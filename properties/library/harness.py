@@ -64,6 +64,20 @@ def guard(step: str, fn: Callable[[], Any], cause: str) -> Any:
     return out
 
 
+def construct(
+    impl: Implementation, component: str, args: tuple[Any, ...], kwargs: dict[str, Any], dtype: torch.dtype, device: str
+) -> nn.Module:
+    """``component(*args, **kwargs)`` moved to (device, dtype), nothing loaded (NotProvided → skipped)."""
+    __tracebackhide__ = True
+    factory = impl.factory(component)  # NotProvided → skipped by the runner
+    sig = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+    module = guard(f"{component}({sig})", lambda: factory(*args, **kwargs), "contract")
+    if not isinstance(module, nn.Module):
+        fail(f"{component}({sig}) returned {type(module).__name__}, not a torch.nn.Module", "contract")
+    step = f"{component}.to(device={device!r}, dtype={dtype})"
+    return guard(step, lambda: module.to(device=device, dtype=dtype), "contract")
+
+
 def build(
     impl: Implementation,
     component: str,
@@ -75,13 +89,7 @@ def build(
 ) -> nn.Module:
     """Construct ``component(*args, **kwargs)``, move it to (device, dtype), load ``state`` strictly."""
     __tracebackhide__ = True
-    factory = impl.factory(component)  # NotProvided → skipped by the runner
-    sig = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-    module = guard(f"{component}({sig})", lambda: factory(*args, **kwargs), "contract")
-    if not isinstance(module, nn.Module):
-        fail(f"{component}({sig}) returned {type(module).__name__}, not a torch.nn.Module", "contract")
-    step = f"{component}.to(device={device!r}, dtype={dtype})"
-    module = guard(step, lambda: module.to(device=device, dtype=dtype), "contract")
+    module = construct(impl, component, args, kwargs, dtype, device)
     state = {k: v.to(device=device, dtype=dtype) for k, v in state.items()}
     step = f"{component}.load_state_dict(strict=True) with keys {sorted(state)}"
     guard(step, lambda: module.load_state_dict(state, strict=True), "contract")
@@ -141,37 +149,59 @@ def note(case: Any) -> None:
             event(f"{key}: {info[key]}")
 
 
-def _checked(y: torch.Tensor, x: torch.Tensor, dtype: torch.dtype, device: str, component: str) -> torch.Tensor:
+def _checked(y: torch.Tensor, x: torch.Tensor, dtype: torch.dtype, device: str, component: str, cause: str):
     __tracebackhide__ = True
-    assert_output_contract(y, shape=tuple(x.shape), dtype=dtype, device=device, what=f"{component} output")
+    what = f"{component} output"
+    assert_output_contract(y, shape=tuple(x.shape), dtype=dtype, device=device, what=what, cause=cause)
     return y
 
 
 def rmsnorm_forward(
-    impl: Implementation, x: torch.Tensor, weight: torch.Tensor, eps: float, dtype: torch.dtype, device: str
+    impl: Implementation,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    dtype: torch.dtype,
+    device: str,
+    *,
+    output_cause: str = "contract",
 ) -> torch.Tensor:
-    """y = impl.RMSNorm(D, eps)(x) with ``weight`` loaded; y must keep x's shape, dtype and device."""
+    """y = impl.RMSNorm(D, eps)(x) with ``weight`` loaded; y must keep x's shape, dtype and device (a contract
+    failure, or ``output_cause`` for the law about exactly that)."""
     __tracebackhide__ = True
     y = call(build_rmsnorm(impl, weight, eps, dtype, device), x.to(device), component="RMSNorm")
-    return _checked(y, x, dtype, device, "RMSNorm")
+    return _checked(y, x, dtype, device, "RMSNorm", output_cause)
 
 
 def swiglu_forward(
-    impl: Implementation, x: torch.Tensor, params: dict[str, torch.Tensor], dtype: torch.dtype, device: str
+    impl: Implementation,
+    x: torch.Tensor,
+    params: dict[str, torch.Tensor],
+    dtype: torch.dtype,
+    device: str,
+    *,
+    output_cause: str = "contract",
 ) -> torch.Tensor:
     """y = impl.SwiGLU(D, F)(x) with ``params`` loaded; y must keep x's shape, dtype and device."""
     __tracebackhide__ = True
     y = call(build_swiglu(impl, params, dtype, device), x.to(device), component="SwiGLU")
-    return _checked(y, x, dtype, device, "SwiGLU")
+    return _checked(y, x, dtype, device, "SwiGLU", output_cause)
 
 
 def block_forward(
-    impl: Implementation, x: torch.Tensor, config: Any, params: dict[str, torch.Tensor], dtype: torch.dtype, device: str
+    impl: Implementation,
+    x: torch.Tensor,
+    config: Any,
+    params: dict[str, torch.Tensor],
+    dtype: torch.dtype,
+    device: str,
+    *,
+    output_cause: str = "contract",
 ) -> torch.Tensor:
     """y = impl.Block(config)(x) with ``params`` loaded; y must keep x's shape, dtype and device."""
     __tracebackhide__ = True
     y = call(build_block(impl, config, params, dtype, device), x.to(device), component="Block")
-    return _checked(y, x, dtype, device, "Block")
+    return _checked(y, x, dtype, device, "Block", output_cause)
 
 
 def gradcheck(fn: Callable[..., torch.Tensor], inputs: tuple[torch.Tensor, ...], *, component: str) -> None:
