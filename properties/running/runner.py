@@ -106,6 +106,20 @@ class LawResult:
 # ---------------------------------------------------------------------------------------------- one law
 
 
+class _TorchGlobalRNG:
+    """torch's global generator as a PRNG Hypothesis manages: seeded to a fixed value around every example and
+    restored after it (as Hypothesis does for ``random`` and ``numpy.random``), so a subject drawing random numbers
+    sees the same ones whatever ran before it — no verdict depends on law order or on the other laws run."""
+
+    seed = staticmethod(torch.manual_seed)
+    getstate = staticmethod(torch.get_rng_state)
+    setstate = staticmethod(torch.set_rng_state)
+
+
+_TORCH_RNG = _TorchGlobalRNG()  # Hypothesis keeps a weak reference only
+hypothesis.register_random(_TORCH_RNG)
+
+
 def law_seed(run_seed: int, law_id: str, dtype: str, device: str) -> int:
     """The seed of one law run, derived from the run seed and the law's identity (not from run order)."""
     digest = hashlib.sha256(f"{run_seed}:{law_id}:{dtype}:{device}".encode()).digest()
@@ -203,7 +217,9 @@ def run_law(
                 db = databases.open(database) if database is not None else None
                 _hypothesis_test(law, ctx, prof, own_seed, db)(impl, f.dtype, device)
             else:
-                law.func(impl, f.dtype, device)
+                with torch.random.fork_rng(devices=[]):  # the same fixed start as a Hypothesis example
+                    torch.manual_seed(0)
+                    law.func(impl, f.dtype, device)
         except unittest.SkipTest as exc:
             result.status, result.message = "skipped", str(exc)
         except NotProvided:
