@@ -144,25 +144,34 @@ class ShrinkBudgetExceeded(BaseException):
     """Raised into Hypothesis (which lets BaseExceptions through) when shrinking has used up its time budget."""
 
 
+class SearchBudgetExhausted(BaseException):
+    """Raised into Hypothesis when a law that still holds has searched for its profile's time budget."""
+
+
 def _hypothesis_test(
     law: Law, ctx: LawContext, prof: profiles.Profile, seed: int | None, database: Any = None
 ) -> Callable[..., Any]:
-    """The law's inner test wrapped anew (public API): counts examples, remembers every failure, and stops the
-    shrinking ``prof.shrink_budget`` seconds after the first failure (the smallest failure so far is reported)."""
+    """The law's inner test wrapped anew (public API): counts examples, remembers every failure, stops the search
+    after ``prof.search_budget`` seconds without a failure, and the shrinking ``prof.shrink_budget`` seconds after
+    the first failure (the smallest failure so far is reported)."""
     body, rec = law.body, ctx.recorder
     stop_at = [float("inf")]
+    search_until = time.monotonic() + (prof.search_budget or float("inf"))
 
     def counted(impl: Any, dtype: Any, device: Any, data: Any) -> Any:
         if rec.first_failure is not None and time.monotonic() > stop_at[0]:
             raise ShrinkBudgetExceeded
         rec.begin_example()
         try:
-            return body(impl, dtype, device, data)
+            out = body(impl, dtype, device, data)
         except AssertionError as exc:
             if rec.first_failure is None:
                 stop_at[0] = time.monotonic() + prof.shrink_budget
             rec.fail_example(exc)
             raise
+        if rec.first_failure is None and time.monotonic() > search_until:  # after the example: it drew all it draws
+            raise SearchBudgetExhausted
+        return out
 
     functools.update_wrapper(counted, body)  # name, docstring and the @example pins travel with it
     test = given(data=st.data())(counted)
@@ -209,7 +218,7 @@ def run_law(
         seed,
         repro(seed) if callable(repro) else repro_line(law, impl, f.name, device, profile, seed, repro),
     )
-    start = time.perf_counter()
+    start, searched = time.perf_counter(), ""
     with open_context(ctx):
         try:
             if law.uses_hypothesis:
@@ -244,6 +253,8 @@ def run_law(
                 f"{prof.name}; this is the smallest failing example found by then)"
             )
             result.measurements["shrunk"] = "partially (time budget)"
+        except SearchBudgetExhausted:  # passed: every example so far holds
+            searched = f"stopped after {ctx.recorder.examples} examples by the {prof.search_budget:g} s search budget"
         except KeyboardInterrupt:
             raise  # the user's (in a worker process, where SIGINT is ignored, the worker reports it as a crash)
         except BaseException as exc:
@@ -263,6 +274,8 @@ def run_law(
     result.max_ulp, result.p99_ulp = rec.max_ulp, rec.p99_ulp
     result.worst_input = rec.failing_input if result.status == "failed" and rec.failing_input else rec.worst_input
     result.measurements = rec.measurements
+    if searched:
+        result.measurements["search"] = f"{searched} of profile {prof.name}"
     return result
 
 
