@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from properties.running import profiles
+
 
 def timed_check(impl: str, profile: str, workers: int, seed: int | None, out: Path) -> tuple[float, list[dict]]:
     cmd = [sys.executable, "-m", "properties.entry.cli", "check", impl, "--profile", profile, "-q"]
@@ -56,6 +58,13 @@ def main(argv: list[str] | None = None) -> int:
                 best = t if best is None else min(best, t)
             runs[workers] = (best, records)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    stated = profiles.get(args.profile).stated
+    best_parallel = runs[args.workers][0]
+    verdict = "within" if best_parallel <= stated else "OVER"
+    print(
+        f"stated budget of profile {args.profile}: {stated:g} s; "
+        f"--workers {args.workers}: {best_parallel:.1f} s, {verdict}"
+    )
     ok = all(records for _, records in runs.values())
     if len(runs) == 2:
         (serial, a), (parallel, b) = runs[1], runs[args.workers]
