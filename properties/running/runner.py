@@ -367,6 +367,7 @@ class Task:
     seed: int | None
     law: str = ""  # the law's statement
     database: str | None = None
+    impl: str | None = None  # another implementation than the pool's (the catalogue runs many in one pool)
 
     def run(self, impl: Implementation) -> LawResult:
         return run_law(LAWS[self.law_id], impl, dtype=self.dtype, device=self.device, profile=self.profile,
