@@ -1,7 +1,8 @@
 """Regression baselines: per-law error statistics of one run, and what got worse in a later run.
 
 A baseline is a JSON file (``schema`` = ``SCHEMA``) with one record per law × dtype × device:
-status, max and p99 ULP error against golden (where the law measures it) and the number of examples,
+status, max and p99 ULP error against golden (where the law measures it), the headroom (max error ÷ bound,
+where the law has a bound) and the number of examples,
 plus the implementation, profile, seed and library versions it was recorded with::
 
     {"schema": "nanolm-verify/baseline/1", "impl": "torch", "profile": "ci", "seed": null, ...,
@@ -63,6 +64,7 @@ def snapshot(
             "status": r["status"],
             "max_ulp": _num(r.get("max_ulp")),
             "p99_ulp": _num(r.get("p99_ulp")),
+            "headroom": _num(r.get("headroom")),
             "examples": r.get("examples", 0),
         }
         profile = profile or r.get("profile")
@@ -84,7 +86,7 @@ def record(results: Iterable[Any], path: str | Path, **meta: Any) -> dict[str, A
     """Write the baseline of ``results`` to ``path`` (JSON; ``meta``: impl, profile, seed) and return it."""
     doc = snapshot(results, **meta)
     for rec in doc["records"].values():  # JSON has no inf: write "inf" as the check report does
-        for stat in ("max_ulp", "p99_ulp"):
+        for stat in ("max_ulp", "p99_ulp", "headroom"):
             if rec[stat] is not None and not math.isfinite(rec[stat]):
                 rec[stat] = repr(rec[stat])
     path = Path(path)
@@ -146,7 +148,7 @@ def changes(results: Iterable[Any], baseline: dict[str, Any] | str | Path) -> li
             out.append(Change(k, "broke", f"{label}: {before['status']} → {after['status']}"))
         elif before["status"] not in _NEUTRAL and after["status"] in _PASSING:
             out.append(Change(k, "fixed", f"{label}: {before['status']} → {after['status']}"))
-        for stat, name in (("max_ulp", "max ULP"), ("p99_ulp", "p99 ULP")):
+        for stat, name in (("max_ulp", "max ULP"), ("p99_ulp", "p99 ULP"), ("headroom", "headroom")):
             a, b = _num(before.get(stat)), _num(after.get(stat))
             if a is None or b is None or a == b:
                 continue

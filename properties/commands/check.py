@@ -22,19 +22,38 @@ from typing import Any
 
 import torch
 
-from golden.formats import NAMES, fmt
+from golden.formats import fmt
 from properties import __version__
 from properties.commands import arguments, baseline
+from properties.commands.helptext import EXIT, Formatter, adapters_text
+from properties.commands.report import CHECK_SCHEMA, LEGEND, Progress, format_table, wrap, wrap_block
 from properties.library.conventions import parse_all
 from properties.library.subject import COMPONENTS
 from properties.running import expectations, profiles
 from properties.running.loading import ImplementationError
 from properties.running.runner import LawResult, UsageError, plan, run_check, select_laws
-from properties.running.workers import Pool, SubjectInfo, default_memory_limit, default_workers
+from properties.running.workers import (
+    Interrupted,
+    Pool,
+    SubjectInfo,
+    default_memory_limit,
+    default_workers,
+    signals_interrupt,
+)
 
-__all__ = ["SCHEMA", "exit_status", "format_table", "register", "report", "run_check", "write_report"]
+__all__ = [
+    "SCHEMA",
+    "exit_status",
+    "failure_text",
+    "format_table",
+    "register",
+    "report",
+    "run_check",
+    "write_counterexamples",
+    "write_report",
+]
 
-SCHEMA = "nanolm-verify/report/v1"
+SCHEMA = CHECK_SCHEMA
 
 
 # ---------------------------------------------------------------------------------------------- the report
@@ -61,8 +80,13 @@ def report(
     seed: int | None,
     devices: Sequence[str],
     duration: float | None = None,
+    interrupted: int | None = None,
+    planned: int | None = None,
 ) -> dict[str, Any]:
-    """The versioned JSON report of DESIGN.md (key ``schema``)."""
+    """The versioned JSON report (key ``schema``; its JSON Schema: ``properties/schemas/check-report.schema.json``).
+
+    ``interrupted``: the signal that stopped the run (the results are those finished by then); ``planned``: the
+    number of law runs the selection asked for."""
     prof = profiles.get(profile)
     counts = {s: sum(r.status == s for r in results) for s in STATUSES}
     return {
@@ -99,6 +123,8 @@ def report(
             "slow_tier": prof.slow,
         },
         "seed": seed,
+        "interrupted": bool(interrupted),
+        "interrupted_by": signal.Signals(interrupted).name if interrupted else None,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "duration": round(duration, 3) if duration is not None else None,
         "summary": {
@@ -109,6 +135,7 @@ def report(
             "xfailed": counts["xfailed"],
             "xpassed": counts["xpassed"],
             "total": len(results),
+            "planned": len(results) if planned is None else planned,
         },
         "results": [r.to_json() for r in results],
     }
@@ -124,33 +151,8 @@ def write_report(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
 # ---------------------------------------------------------------------------------------------- the table
 
 
-_MARK = {"passed": "ok", "failed": "FAIL", "skipped": "skip", "error": "ERROR", "xfailed": "xfail", "xpassed": "XPASS"}
 STATUSES = ("passed", "failed", "skipped", "error", "xfailed", "xpassed")
-
-
-def _cell(r: LawResult | None) -> str:
-    if r is None:
-        return "·"
-    if r.status == "passed" and r.max_ulp is not None:
-        return f"ok {r.max_ulp:.3g}"
-    return _MARK[r.status]
-
-
-def format_table(results: Sequence[LawResult]) -> str:
-    """component × law × dtype (× device) → ok [max ULP] / FAIL / skip / ERROR; "·": law not defined for the dtype."""
-    devices = list(dict.fromkeys(r.device for r in results))
-    cols = [(dev, dt) for dev in devices for dt in NAMES]
-    index = {(r.law_id, r.device, r.dtype): r for r in results}
-    laws = list(dict.fromkeys((r.component, r.law_id) for r in results))
-    width = max([len(law_id.split(".", 1)[1]) for _, law_id in laws] + [10])
-    head = f"{'component':9}  {'law':{width}}  " + "  ".join(
-        f"{dt + ('@' + dev if len(devices) > 1 else ''):>10}" for dev, dt in cols
-    )
-    lines = [head, "-" * len(head)]
-    for component, law_id in laws:
-        cells = "  ".join(f"{_cell(index.get((law_id, dev, dt))):>10}" for dev, dt in cols)
-        lines.append(f"{component:9}  {law_id.split('.', 1)[1]:{width}}  {cells}")
-    return "\n".join(lines)
+_MARK = {"passed": "ok", "failed": "FAIL", "skipped": "skip", "error": "ERROR", "xfailed": "xfail", "xpassed": "XPASS"}
 
 
 def _summary_line(results: Sequence[LawResult], seconds: float) -> str:
@@ -170,76 +172,94 @@ def exit_status(results: Sequence[LawResult]) -> int:
 # ---------------------------------------------------------------------------------------------- the command
 
 
+DESCRIPTION = """\
+Run the laws against an implementation (a module, a .py file or an adapter id),
+print the verdict as a table of law x dtype cells (the headroom: max error
+divided by the derived bound, <= 1 passes), and write the JSON report."""
+
+EPILOG = f"""\
+examples:
+  nanolm-verify check                           the reference, default profile
+  nanolm-verify check mypkg.norms --profile ci --json out/report.json
+  nanolm-verify check hf-llama --only RMSNorm --dtype bf16
+  nanolm-verify check --list                    the laws, and exit
+
+adapter ids (IMPL):
+{adapters_text()}
+
+{EXIT}
+"""
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "check", help="run the laws against an implementation", description=__doc__.splitlines()[0]
+        "check",
+        help="run the laws against an implementation",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=Formatter,
     )
     p.add_argument(
-        "impl", nargs="?", default=None, help="module, .py path or adapter id (default: $NANOLM_IMPL, else nanolm_core)"
-    )
-    p.add_argument(
+        "impl", nargs="?", default=None, metavar="IMPL",
+        help="module, .py path or adapter id (default: $NANOLM_IMPL, else nanolm_core)",
+    )  # fmt: skip
+    what = p.add_argument_group("what to run", "example: --only RMSNorm,swiglu_matches_golden --dtype bf16")
+    what.add_argument(
         "--profile",
         default=None,
         choices=list(profiles.PROFILES),
-        help=f"Hypothesis profile (default: ${profiles.ENV_VAR}, else {profiles.DEFAULT_PROFILE})",
+        help=f"budget: ci (fast, derandomized), dev, thorough (default: ${profiles.ENV_VAR}, else "
+        f"{profiles.DEFAULT_PROFILE})",
     )
-    p.add_argument(
-        "--device", default="auto", help="cpu, cuda, cuda:1, mps, … (comma-separated), auto (cpu + accelerators) or all"
-    )
-    p.add_argument("--allow-skips", action="store_true", help="report CUDA results as skipped when there is no GPU")
-    p.add_argument(
-        "--only",
-        action="append",
-        default=None,
-        metavar="SEL",
-        help="components (RMSNorm,SwiGLU,Block), law ids or law names; repeatable, comma-separated",
-    )
-    p.add_argument("--dtype", action="append", default=None, help="fp64,fp32,fp16,bf16 (default: all)")
-    p.add_argument("--seed", type=int, default=None, help="Hypothesis seed (overrides derandomization)")
-    p.add_argument("--json", dest="json_path", default=None, metavar="PATH", help="write the JSON report here")
-    p.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch CPU threads per worker (default 1: the laws use small tensors; threads only add contention)",
-    )
-    p.add_argument(
-        "--workers", type=int, default=None, help="worker processes running the laws (default: the CPU count, "
-        "capped by memory)"
+    what.add_argument(
+        "--only", action="append", default=None, metavar="SEL",
+        help="components (RMSNorm, SwiGLU, Block), law ids or names; repeatable, comma-separated",
     )  # fmt: skip
-    p.add_argument(
+    what.add_argument("--dtype", action="append", default=None, metavar="DT", help="fp64,fp32,fp16,bf16 (default: all)")
+    what.add_argument(
+        "--device", default="auto", metavar="DEV",
+        help="cpu, cuda, cuda:1, mps, … (comma-separated), auto (cpu + accelerators) or all",
+    )  # fmt: skip
+    what.add_argument("--allow-skips", action="store_true", help="report a device this machine lacks as skipped")
+    what.add_argument("--seed", type=int, default=None, help="Hypothesis seed (overrides derandomization)")
+    what.add_argument("--list", action="store_true", help="list the laws (id, dtypes, statement) and exit")
+    out = p.add_argument_group("output", "example: --json out/r.json (failures: out/r-counterexamples/*.pt)")
+    out.add_argument("--json", dest="json_path", default=None, metavar="PATH", help="write the JSON report here")
+    out.add_argument(
+        "--artifacts", default=None, metavar="DIR",
+        help="write each failure's counterexample (.pt, for nanolm-verify replay) here (default: "
+        "PATH-counterexamples/ beside --json; none without either)",
+    )  # fmt: skip
+    out.add_argument("-q", "--quiet", action="store_true", help="no progress line; failures in one line each")
+    out.add_argument(
+        "--baseline", metavar="FILE", default=None,
+        help="record per-law max/p99 ULP error and headroom to FILE if it does not exist, else report (and "
+        "exit 1 on) every law whose error grew since; delete FILE to re-record",
+    )  # fmt: skip
+    run = p.add_argument_group("how to run", "example: --workers 1 --timeout 120 --memory-limit 4")
+    run.add_argument(
+        "--workers", type=int, default=None, metavar="N",
+        help="worker processes running the laws (default: the CPU count, capped by memory)",
+    )  # fmt: skip
+    run.add_argument(
+        "--threads", type=int, default=1, metavar="N",
+        help="torch CPU threads per worker (default 1: small tensors; threads only add contention)",
+    )  # fmt: skip
+    run.add_argument("--timeout", type=float, default=None, metavar="S", help="per-law time limit (default: profile's)")
+    run.add_argument("--memory-limit", type=float, default=None, metavar="GB", help="memory cap per worker, GiB")
+    run.add_argument(
         "--database", default=None, metavar="DIR|URL", help="shared example database: a directory or redis://HOST:PORT"
     )
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=None,
-        metavar="S",
-        help="per-law time limit in seconds (default: the profile's)",
-    )
-    p.add_argument("--memory-limit", type=float, default=None, metavar="GB", help="memory cap per worker, GiB")
-    p.add_argument("--list", action="store_true", help="list the laws (id, dtypes, statement) and exit")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress line, failures summarised")
-    p.add_argument(
-        "--baseline",
-        metavar="FILE",
-        default=None,
-        help="record per-law max/p99 ULP error to FILE if it does not exist, else report (and exit 1 on) "
-        "every law whose error grew since it was recorded; delete FILE to re-record",
-    )
-    p.add_argument(
-        "--expectations",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="your expectation file (format: properties/running/expectations.py): xfail/skip entries, applied "
-        "before the implementation's shipped file; repeatable",
-    )
-    p.add_argument(
-        "--no-expectations",
-        action="store_true",
+    exp = p.add_argument_group("expectations", "example: --expectations my-known-failures.txt")
+    exp.add_argument(
+        "--expectations", action="append", default=[], metavar="FILE",
+        help="your xfail/skip entries (format: properties/running/expectations.py), applied before the "
+        "implementation's shipped file; repeatable",
+    )  # fmt: skip
+    exp.add_argument(
+        "--no-expectations", action="store_true",
         help="ignore the implementation's shipped expectation file (properties/expectations/<id>.txt)",
-    )
+    )  # fmt: skip
     p.set_defaults(func=main)
 
 
@@ -252,7 +272,9 @@ def main(args: argparse.Namespace) -> int:
     if args.list:
         for law in select_laws(None):
             dts = ",".join(fmt(d).name for d in law.dtypes)
-            print(f"{law.id:58} [{dts}]\n    {law.doc}")
+            head = f"{law.id}  [{dts}]"
+            print(head if len(head) <= 80 else f"{law.id}\n  [{dts}]")
+            print("\n".join("    " + line.strip() for line in wrap(law.doc, width=76)))
         return 0
     try:  # every argument, before any work
         spec = arguments.implementation(args.impl)
@@ -266,6 +288,7 @@ def main(args: argparse.Namespace) -> int:
         timeout = arguments.positive(args.timeout if args.timeout is not None else prof.timeout, "--timeout")
         memory = arguments.positive(args.memory_limit, "--memory-limit") if args.memory_limit is not None else None
         json_path = arguments.output_file(args.json_path, "--json")
+        artifacts = arguments.output_dir(args.artifacts, "--artifacts") if args.artifacts is not None else None
         if args.baseline is not None:
             path = Path(args.baseline)
             if path.exists():
@@ -283,27 +306,31 @@ def main(args: argparse.Namespace) -> int:
     limit = int(memory * 2**30) if memory is not None else default_memory_limit(workers)
     start = time.perf_counter()
     try:
-        pool = Pool(spec, workers=workers, timeout=timeout, memory_limit=limit, threads=threads)
+        with signals_interrupt():  # a signal while the implementation loads: an (empty) interrupted report
+            pool = Pool(spec, workers=workers, timeout=timeout, memory_limit=limit, threads=threads)
     except ImplementationError as exc:
         return _usage(exc)
-    with pool:
-        info = pool.info
-        print(
-            f"nanolm-verify {__version__}: checking {info.spec} ({', '.join(info.provided)}) — profile {prof.name}"
-            f"{'' if args.seed is None else f', seed {args.seed}'}, devices {', '.join(devices)}"
-        )
-        if info.skip_reason:
-            print(f"  skipped: {info.skip_reason}")
-        for component, declared in parse_all(info.conventions, COMPONENTS).items():
-            if component in info.provided and declared.summary():
-                print(f"  declared {component}: {declared.summary()}")
+    except Interrupted as exc:
+        pool = None
+        info, results, interrupted = SubjectInfo(spec, spec, None, (), None, {}), [], exc.signum
+    if pool is not None:
+        with pool:
+            info = pool.info
+            print(f"nanolm-verify {__version__}: checking {info.spec} ({', '.join(info.provided)})")
+            seeded = "" if args.seed is None else f", seed {args.seed}"
+            print(f"  profile {prof.name}{seeded}, devices {', '.join(devices)}, {len(tasks)} law runs")
+            if info.skip_reason:
+                print(wrap_block(f"  skipped: {info.skip_reason}"))
+            for component, declared in parse_all(info.conventions, COMPONENTS).items():
+                if component in info.provided and declared.summary():
+                    print(wrap_block(f"  declared {component}: {declared.summary()}"))
 
-        def progress(r: LawResult) -> None:
-            if not args.quiet and sys.stderr.isatty():
-                print(f"\r  {r.law_id} {r.dtype} {r.device}: {r.status}".ljust(100)[:100], end="", file=sys.stderr)
-
-        results = [r for r in pool.run(tasks, on_result=progress) if r is not None]
-        interrupted = pool.interrupted
+            progress = Progress(len(tasks), quiet=args.quiet)
+            try:
+                results = [r for r in pool.run(tasks, on_result=progress) if r is not None]
+            finally:
+                progress.close()
+            interrupted = pool.interrupted
     seconds = time.perf_counter() - start
     if mine or not args.no_expectations:
         entries = mine + ([] if args.no_expectations else expectations.load(info))
@@ -312,31 +339,29 @@ def main(args: argparse.Namespace) -> int:
             results = expectations.apply(results, info, entries)
         for w in caught:
             print(f"expectations: {w.message}", file=sys.stderr)
-    if not args.quiet and sys.stderr.isatty():
-        print("\r" + " " * 100 + "\r", end="", file=sys.stderr)
     print(format_table(results))
-    print(
-        "cells: ok [max ULP error against golden] | FAIL | skip | ERROR (suite bug) | xfail (expected failure) | "
-        "XPASS (expected to fail, passed) | · (law not defined for dtype)"
-    )
+    print(LEGEND)
+    folder = artifacts or (json_path.parent / f"{json_path.stem}-counterexamples" if json_path else None)
+    saved = write_counterexamples(results, folder) if folder else 0
     problems = [r for r in results if r.status in ("failed", "error", "xpassed")]
     for r in problems:
-        msg = r.message if not args.quiet else r.message.splitlines()[0]
-        found = f", found after {r.found_after} example(s)" if r.found_after else ""
-        cause = f", cause: {r.cause}" if r.cause else ""
-        print(
-            f"\n{_MARK[r.status]} {r.law_id} [{r.dtype}, {r.device}{found}{cause}]\n  {r.law}\n"
-            + "\n".join("  " + line for line in msg.splitlines())
-        )
+        print("\n" + failure_text(r, brief=args.quiet))
+    unsaved = [r for r in results if r.replay_data and not r.counterexample]
+    if unsaved:
+        print(f"\n{len(unsaved)} counterexample(s) not saved: pass --artifacts DIR or --json PATH to replay them")
+    elif saved:
+        print(f"\n{saved} counterexample(s) saved in {folder}")
     skipped = sorted({r.message for r in results if r.status == "skipped"})
     if skipped:
-        print("\nskip reasons: " + "; ".join(skipped[:6]) + (" …" if len(skipped) > 6 else ""))
+        print("\n" + wrap_block("skip reasons: " + "; ".join(skipped[:6]) + (" …" if len(skipped) > 6 else "")))
     if interrupted:
         print(f"\ninterrupted by {signal.Signals(interrupted).name}: {len(results)} of {len(tasks)} results")
     print("\n" + _summary_line(results, seconds))
     if json_path:
-        doc = report(results, info, profile=prof.name, seed=args.seed, devices=devices, duration=seconds)
-        doc["interrupted"] = bool(interrupted)
+        doc = report(
+            results, info, profile=prof.name, seed=args.seed, devices=devices, duration=seconds,
+            interrupted=interrupted, planned=len(tasks),
+        )  # fmt: skip
         print(f"report: {write_report(doc, json_path)}")
     if interrupted:
         return 128 + interrupted
@@ -347,6 +372,36 @@ def main(args: argparse.Namespace) -> int:
     if args.baseline:
         status = max(status, _apply_baseline(results, Path(args.baseline), info, prof.name, args.seed))
     return status
+
+
+def failure_text(r: LawResult, brief: bool = False) -> str:
+    """The block printed for a failed / error / XPASS result (``check`` and ``replay``)."""
+    msg = r.message if not brief else r.message.splitlines()[0]
+    found = f"found after {r.found_after} example(s)" if r.found_after else ""
+    cause = ", ".join(part for part in (f"cause: {r.cause}" if r.cause else "", found) if part)
+    lines = [f"{_MARK[r.status]} {r.law_id} [{r.dtype}, {r.device}]" + (f" {cause}" if cause else ""), f"  {r.law}"]
+    lines += ["  " + line for line in msg.splitlines()]
+    if r.counterexample:
+        lines.append(f"replay: nanolm-verify replay {r.counterexample}")
+    return wrap_block("\n".join(lines))
+
+
+def counterexample_name(r: LawResult) -> str:
+    """``RMSNorm.rmsnorm_matches_golden-fp32-cpu.pt`` (no characters a shell would expand)."""
+    return f"{r.law_id}-{r.dtype}-{r.device.replace(':', '_')}.pt"
+
+
+def write_counterexamples(results: Sequence[LawResult], folder: Path) -> int:
+    """Write each failure's counterexample file into ``folder``; set ``counterexample`` to its path → count."""
+    count = 0
+    for r in results:
+        if r.replay_data and r.status == "failed":
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / counterexample_name(r)
+            path.write_bytes(r.replay_data)
+            r.counterexample = str(path)
+            count += 1
+    return count
 
 
 def _apply_baseline(results: Sequence[LawResult], path: Path, impl: SubjectInfo, profile: str, seed: int | None) -> int:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from properties.commands import arguments, check
+from properties.commands.helptext import Formatter, adapters_text
 from properties.running.runner import UsageError, plan
 
 __all__ = ["default_database", "main", "register"]
@@ -37,9 +38,38 @@ def default_database() -> Path:
     return Path(base) / "nanolm-verify" / "examples"
 
 
+DESCRIPTION = """\
+A long, coverage-guided campaign on the laws (HypoFuzz, the fuzz extra), then a
+report. HypoFuzz spends the time on the laws whose inputs still reach new
+behaviour and stores every interesting input, counterexamples first, in the
+shared example database (--database; default: a folder in your cache, printed).
+After M minutes, check runs the same laws with that database: every stored
+counterexample is replayed first, so the table and --json list what was found."""
+
+EPILOG = f"""\
+examples:
+  nanolm-verify fuzz mypkg.norms --minutes 30 --json fuzz.json
+  nanolm-verify fuzz hf-llama --only RMSNorm --dtype bf16 --workers 2
+  nanolm-verify fuzz torch --database redis://fuzzbox:6379   several machines
+
+adapter ids (IMPL):
+{adapters_text()}
+
+exit status:
+  0  nothing found
+  1  a law failed
+  2  usage error: HypoFuzz not installed, a bad argument
+"""
+
+
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("fuzz", help="a long fuzzing campaign on the laws, then a report", description=__doc__)
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p = subparsers.add_parser(
+        "fuzz",
+        help="a long fuzzing campaign on the laws, then a report",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=Formatter,
+    )
     p.add_argument("impl", nargs="?", default=None, help="module, .py path or adapter id")
     p.add_argument("--minutes", type=float, default=10.0, help="length of the campaign (default 10)")
     p.add_argument("--workers", type=int, default=None, help="fuzzing processes (default: the CPU count)")

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 
 import golden
 import nanolm_core
+from properties.commands.helptext import Formatter
 from properties.gallery.bf16_accumulation import RMSNorm as Bf16AccumulatingRMSNorm
 from properties.gallery.eps_outside_sqrt import RMSNorm as EpsOutside
 from properties.gallery.silu_cancellation import silu_by_complement
@@ -394,8 +395,11 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "plot",
         help="make the documentation's figures (PNG)",
-        description="Make the documentation's figures as PNG files. "
-        + "; ".join(f"{name}: {(func.__doc__ or '').splitlines()[0]}" for name, func in PLOTS.items()),
+        description="Make the documentation's figures as PNG files:\n"
+        + "\n".join(f"  {name}: {(func.__doc__ or '').splitlines()[0]}"[:79] for name, func in PLOTS.items()),
+        epilog="examples:\n  nanolm-verify plot all\n  nanolm-verify plot eps_placement --out /tmp/figs\n\n"
+        "exit status:\n  0  the figures were written\n  2  usage error: an unknown figure, no matplotlib",
+        formatter_class=Formatter,
     )
     parser.add_argument("names", nargs="+", metavar="NAME", help=f"all, or any of: {', '.join(PLOTS)}")
     parser.add_argument("--out", default="docs", help="output folder (default: docs)")

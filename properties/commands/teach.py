@@ -26,6 +26,7 @@ from typing import Any, TextIO
 
 from golden.formats import fmt
 from properties.commands import arguments
+from properties.commands.helptext import Formatter
 from properties.gallery import KINDS, PITFALLS, Pitfall
 from properties.running import profiles
 from properties.running.loading import load
@@ -588,6 +589,7 @@ def _list(width: int, out: TextIO) -> int:
 def _run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     width = max(40, args.width)
+    args.profile = profiles.resolve(args.profile).name  # one default profile for every subcommand
     if args.list:
         return _list(width, out)
     try:
@@ -623,13 +625,26 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "pitfalls",
         help="demonstrate the gallery of wrong implementations and the laws that catch them",
-        description="For each pitfall: the mistake, why people make it, the law that catches it, the shrunk "
-        "counterexample (golden vs actual vs bound) and whether it was caught. Exit 0 when every "
-        "pitfall was caught as expected, 1 otherwise.",
+        description="For each pitfall: the mistake, why people make it, the law that catches it,\n"
+        "the shrunk counterexample (golden vs actual vs bound) and whether it was caught.",
+        epilog="examples:\n"
+        "  nanolm-verify pitfalls --list\n"
+        "  nanolm-verify pitfalls eps_outside_sqrt --profile ci\n"
+        "  nanolm-verify pitfalls --markdown docs/gallery.md --profile ci\n\n"
+        "exit status:\n"
+        "  0  every pitfall was caught as expected\n"
+        "  1  a pitfall was not caught (or the reference failed, with --reference)\n"
+        "  2  usage error: an unknown pitfall or argument",
+        formatter_class=Formatter,
     )
     parser.add_argument("names", nargs="*", metavar="NAME", help="pitfalls to show (default: all; see --list)")
     parser.add_argument("--list", action="store_true", help="list the pitfalls and exit")
-    parser.add_argument("--profile", default="ci", help="Hypothesis profile: ci (default, derandomized), dev, thorough")
+    parser.add_argument(
+        "--profile",
+        default=None,
+        choices=list(profiles.PROFILES),
+        help=f"budget (default: ${profiles.ENV_VAR}, else {profiles.DEFAULT_PROFILE})",
+    )
     parser.add_argument("--seed", type=int, default=None, help="seed for non-derandomized profiles")
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     parser.add_argument("--reference", action="store_true", help="also run each law on nanolm_core (must pass)")

@@ -11,10 +11,12 @@ import importlib
 import sys
 
 from properties import __version__
+from properties.commands.helptext import EXIT, Formatter, adapters_text, apply
 
 SUBCOMMANDS = (
     "properties.commands.check",  # check IMPL: run the laws, print the verdict, write the JSON report
     "properties.commands.compare",  # compare IMPL...: side-by-side Markdown + HTML
+    "properties.commands.replay",  # replay FILE: re-run one failure exactly, from its counterexample file
     "properties.commands.fuzz",  # fuzz IMPL: a coverage-guided campaign (HypoFuzz), then a report
     "properties.commands.teach",  # pitfalls [NAME]: the gallery, explained
     "properties.commands.plots",  # plot ...: the docs' figures
@@ -22,8 +24,34 @@ SUBCOMMANDS = (
 )
 
 
+DESCRIPTION = """\
+Property-based numerical verification of RMSNorm, SwiGLU and a pre-norm Block:
+laws checked against an exact (golden) oracle and derived error bounds."""
+
+EPILOG = f"""\
+examples:
+  nanolm-verify check mypkg.norms --profile ci --json out/report.json
+  nanolm-verify replay out/report-counterexamples/FILE.pt
+  nanolm-verify compare reference torch hf-llama --out cmp
+  nanolm-verify COMMAND --help                      each command's options
+
+adapter ids (IMPL):
+{adapters_text()}
+
+{EXIT}
+"""
+
+_GENERIC_EXIT = """\
+exit status:
+  0  success
+  1  a check failed
+  2  usage error"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nanolm-verify", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="nanolm-verify", description=DESCRIPTION, epilog=EPILOG, formatter_class=Formatter
+    )
     parser.add_argument("--version", action="version", version=f"nanolm-verify {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
@@ -34,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(subparsers)
+    apply(parser, _GENERIC_EXIT)  # ≤ 80 columns everywhere; an exit section where a command has none
     return parser
 
 

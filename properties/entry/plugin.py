@@ -219,6 +219,20 @@ def repro_command(item: pytest.Item, options: list[str]) -> str:
     return " ".join(["pytest", *target, *options])
 
 
+def measurements(result: Any) -> list[tuple[str, Any]]:
+    """The law's numbers as (name, value) test properties: max ULP, headroom, bound, examples, status."""
+    bound = result.bound or {}
+    props = [
+        ("nanolm_status", result.status),
+        ("nanolm_max_ulp", result.max_ulp),
+        ("nanolm_headroom", result.headroom),
+        ("nanolm_bound_ulps", bound.get("ulps")),
+        ("nanolm_bound", bound.get("formula")),
+        ("nanolm_examples", result.examples),
+    ]
+    return [(name, value) for name, value in props if value is not None]
+
+
 @pytest.fixture
 def nanolm_law_runner(
     request: pytest.FixtureRequest,
@@ -247,6 +261,8 @@ def nanolm_law_runner(
             repro=repro,
         )  # fmt: skip
         item.user_properties.append((_LAWS, law_id))
+        for name, value in measurements(result):  # record_property: JUnit XML carries them
+            item.user_properties.append((name, value))
         [result] = expectations.apply([result], nanolm_impl, nanolm_expectations, warn=False)
         if result.status == "xfailed":
             pytest.xfail(result.message.splitlines()[0])

@@ -190,11 +190,15 @@ def _record_headroom(diff: np.ndarray, bound: Bound, judged: np.ndarray) -> None
     with np.errstate(all="ignore"):
         d = diff[judged]
         allowed = np.broadcast_to(bound.abs, diff.shape)[judged]
-        room = float(np.max(np.where(d > 0, d / allowed, 0.0)))
+        ratio = np.where(d > 0, d / allowed, 0.0)
+        at = int(np.argmax(ratio))
+        room = float(ratio[at])
         pair = None
         if bound.pairwise is not None:
             pw = np.broadcast_to(bound.pairwise, diff.shape)[judged]
             pair = float(np.max(np.where(d > 0, d / pw, 0.0)))
+    ulps = np.broadcast_to(bound.ulps, diff.shape)[judged][at] if bound.ulps is not None else None
+    context.record_headroom(room, abs=float(allowed[at]), ulps=ulps, formula=bound.formula)
     seen = ctx.recorder.measurements
     room = max(room, float(seen.get("headroom", 0.0)))
     context.measure("headroom", room)

@@ -44,7 +44,9 @@ __all__ = [
     "jsonable",
     "measure",
     "open_context",
+    "record_call",
     "record_error",
+    "record_headroom",
 ]
 
 CAUSES = ("law", "contract", "crash", "timeout")
@@ -92,17 +94,25 @@ class Recorder:
     p99_ulp: float | None = None
     worst_input: dict[str, Any] | None = None
     failing_input: dict[str, Any] | None = None
+    headroom: float | None = None  # max error ÷ bound over the run's comparisons (≤ 1 passes)
+    bound: dict[str, Any] | None = None  # the bound where that maximum was reached: abs, ulps, formula
     current_input: dict[str, Any] = dataclasses.field(default_factory=dict)
+    draws: list[tuple[str | None, Any]] = dataclasses.field(default_factory=list)  # this example's data.draw()s
+    calls: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # what this example passed the subject
+    failing_draws: list[tuple[str | None, Any]] | None = None  # the draws and calls of the latest failing example
+    failing_calls: list[dict[str, Any]] | None = None
     measurements: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def begin_example(self) -> None:
         self.examples += 1
         self.current_input = {}
+        self.draws, self.calls = [], []
 
     def fail_example(self, failure: AssertionError | None = None) -> None:
         if self.first_failure is None:
             self.first_failure = self.examples
         self.failing_input = dict(self.current_input)
+        self.failing_draws, self.failing_calls = list(self.draws), list(self.calls)
         self.last_failure = failure
 
 
@@ -170,6 +180,32 @@ def record_error(max_ulp: float, p99_ulp: float | None = None, **where: Any) -> 
         rec.worst_input = {**rec.current_input, **{k: jsonable(v) for k, v in where.items()}}
     if p99_ulp is not None and not math.isnan(p99_ulp):
         rec.p99_ulp = float(p99_ulp) if rec.p99_ulp is None else max(rec.p99_ulp, float(p99_ulp))
+
+
+def record_headroom(headroom: float, **bound: Any) -> None:
+    """Record one comparison's headroom (max error ÷ bound); the run keeps the maximum and its bound."""
+    ctx = _CONTEXT.get()
+    if ctx is None or headroom is None or math.isnan(headroom):
+        return
+    rec = ctx.recorder
+    if rec.headroom is None or headroom > rec.headroom:
+        rec.headroom = float(headroom)
+        rec.bound = {k: jsonable(v) for k, v in bound.items()}
+
+
+_CALLS_KEPT = 4  # calls of one example whose tensors a counterexample file keeps
+
+
+def record_call(component: str, x: torch.Tensor, module: Any) -> None:
+    """Keep copies of the input and the weights the harness passes the subject (for counterexample files)."""
+    ctx = _CONTEXT.get()
+    if ctx is None or len(ctx.recorder.calls) >= _CALLS_KEPT:
+        return
+    try:
+        state = {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items() if torch.is_tensor(v)}
+    except Exception:  # the subject's state_dict is its own business: the law reports what the subject does
+        state = {}
+    ctx.recorder.calls.append({"component": component, "x": x.detach().to("cpu", copy=True), "state": state})
 
 
 def count_examples(n: int) -> None:

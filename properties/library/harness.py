@@ -123,6 +123,7 @@ def call(module: nn.Module, x: torch.Tensor, *, component: str = "", grad: bool 
         with torch.set_grad_enabled(grad):
             return module(x)
 
+    context.record_call(name, x, module)  # the exact tensors, for a failure's counterexample file
     y = guard(f"{name}.forward(x of shape {tuple(x.shape)}, {x.dtype}, {x.device.type})", run, "crash")
     if not isinstance(y, torch.Tensor):
         fail(f"{name}.forward returned {type(y).__name__}, not a torch.Tensor", "contract")

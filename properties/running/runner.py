@@ -14,9 +14,11 @@ and device (never from the order laws run in), so ``--only LAW --seed S`` reprod
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import hashlib
+import io
 import json
 import math
 import random
@@ -29,11 +31,12 @@ from typing import Any
 
 import hypothesis
 import torch
-from hypothesis import given
+from hypothesis import Phase, given
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
 from golden.formats import NAMES, fmt
+from properties import __version__
 from properties.library.context import LawContext, SuiteDataError, open_context
 from properties.library.laws import LAWS
 from properties.library.subject import COMPONENTS, Implementation, NotProvided
@@ -42,6 +45,7 @@ from properties.running import databases, devices, profiles
 from properties.running.loading import load
 
 __all__ = [
+    "COUNTEREXAMPLE_FORMAT",
     "DEVICES",
     "LAWS",
     "Law",
@@ -50,6 +54,7 @@ __all__ = [
     "UsageError",
     "law",
     "law_seed",
+    "load_counterexample",
     "plan",
     "resolve_devices",
     "resolve_dtypes",
@@ -86,6 +91,10 @@ class LawResult:
     seed: int | None = None
     measurements: dict[str, Any] = dataclasses.field(default_factory=dict)
     law: str = ""  # the law's statement (its docstring's first sentence)
+    headroom: float | None = None  # max error ÷ bound over the law's examples (≤ 1 passes; the number to watch)
+    bound: dict[str, Any] | None = None  # the bound where the max headroom was reached: abs, ulps, formula
+    counterexample: str | None = None  # failed: the .pt file that ``nanolm-verify replay`` re-runs
+    replay_data: bytes | None = dataclasses.field(default=None, repr=False)  # that file's content (not in JSON)
 
     @property
     def passed(self) -> bool:
@@ -93,8 +102,9 @@ class LawResult:
 
     def to_json(self) -> dict[str, Any]:
         """One JSON-able report record."""
-        record = dataclasses.asdict(self)
-        for key in ("max_ulp", "p99_ulp", "duration"):
+        record = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "replay_data"}
+        record = json.loads(json.dumps(record, default=str))  # a deep copy of plain data
+        for key in ("max_ulp", "p99_ulp", "duration", "headroom"):
             value = record[key]
             if isinstance(value, float) and not math.isfinite(value):
                 record[key] = repr(value)
@@ -148,12 +158,60 @@ class SearchBudgetExhausted(BaseException):
     """Raised into Hypothesis when a law that still holds has searched for its profile's time budget."""
 
 
+class _Recording:
+    """Stands in for the law's ``data``: draws from it and records every (label, value) into the Recorder."""
+
+    def __init__(self, data: Any, rec: Any) -> None:
+        self._data, self._rec = data, rec
+
+    def draw(self, strategy: Any, label: str | None = None) -> Any:
+        value = self._data.draw(strategy, label=label)
+        try:
+            kept = copy.deepcopy(value)  # the law may modify what it drew; the file keeps what was drawn
+        except Exception:
+            kept = value
+        self._rec.draws.append((label, kept))
+        return value
+
+    def __repr__(self) -> str:
+        return repr(self._data)
+
+
+class ReplayMismatch(SuiteDataError):
+    """A counterexample file's draws do not fit the law as it is now (the suite changed since it was written)."""
+
+
+class _Replay:
+    """Stands in for ``data`` in a replay: answers the law's draws with the recorded values, in order."""
+
+    def __init__(self, draws: Sequence[tuple[str | None, Any]]) -> None:
+        self._draws, self._next = list(draws), 0
+
+    def draw(self, strategy: Any, label: str | None = None) -> Any:
+        if self._next >= len(self._draws):
+            raise ReplayMismatch(f"the law draws more than the {len(self._draws)} value(s) recorded in the file")
+        recorded, value = self._draws[self._next]
+        if recorded != label:
+            raise ReplayMismatch(f"draw {self._next + 1} is labelled {label!r} now, {recorded!r} in the file")
+        self._next += 1
+        return copy.deepcopy(value)
+
+    def __repr__(self) -> str:
+        return "<the recorded counterexample>"
+
+
 def _hypothesis_test(
-    law: Law, ctx: LawContext, prof: profiles.Profile, seed: int | None, database: Any = None
+    law: Law,
+    ctx: LawContext,
+    prof: profiles.Profile,
+    seed: int | None,
+    database: Any = None,
+    replay: Sequence[tuple[str | None, Any]] | None = None,
 ) -> Callable[..., Any]:
-    """The law's inner test wrapped anew (public API): counts examples, remembers every failure, stops the search
-    after ``prof.search_budget`` seconds without a failure, and the shrinking ``prof.shrink_budget`` seconds after
-    the first failure (the smallest failure so far is reported)."""
+    """The law's inner test wrapped anew (public API): counts examples, records each example's draws, remembers
+    every failure, stops the search after ``prof.search_budget`` seconds without a failure, and the shrinking
+    ``prof.shrink_budget`` seconds after the first failure (the smallest failure so far is reported). ``replay``:
+    run exactly once, on these recorded draws."""
     body, rec = law.body, ctx.recorder
     stop_at = [float("inf")]
     search_until = time.monotonic() + (prof.search_budget or float("inf"))
@@ -163,7 +221,7 @@ def _hypothesis_test(
             raise ShrinkBudgetExceeded
         rec.begin_example()
         try:
-            out = body(impl, dtype, device, data)
+            out = body(impl, dtype, device, _Recording(data, rec))
         except AssertionError as exc:
             if rec.first_failure is None:
                 stop_at[0] = time.monotonic() + prof.shrink_budget
@@ -174,6 +232,9 @@ def _hypothesis_test(
         return out
 
     functools.update_wrapper(counted, body)  # name, docstring and the @example pins travel with it
+    if replay is not None:  # one example, the recorded one (no pins, no database, no shrinking)
+        test = given(data=st.builds(_Replay, st.just(replay)))(counted)
+        return prof.settings(law.cost, max_examples=1, derandomize=True, phases=(Phase.generate,))(test)
     test = given(data=st.data())(counted)
     if seed is not None:
         test = hypothesis.seed(seed)(test)  # (seed turns the database off: the settings applied next turn it back on)
@@ -190,6 +251,7 @@ def run_law(
     seed: int | None = None,
     repro: str | Callable[[int | None], str] = "check",
     database: str | None = None,
+    replay: Sequence[tuple[str | None, Any]] | None = None,
 ) -> LawResult:
     """Run one law against ``impl`` for one dtype and device under a profile (and run seed) → LawResult.
 
@@ -197,6 +259,9 @@ def run_law(
     (a ``pytest --pyargs properties.conformance…`` command), or a function of the run's seed that builds it (the
     pytest plugin: a command for the very test that ran). ``database``: a directory or a
     ``redis://host:port`` URL of a shared Hypothesis example database (``databases.open``), replayed first.
+    ``replay``: the recorded draws of one example (a counterexample file's): run the law once, on exactly them.
+
+    A failed result carries ``replay_data``: the bytes of a counterexample file (``counterexample_payload``).
     """
     f = fmt(dtype)
     prof = profiles.get(profile)
@@ -224,7 +289,7 @@ def run_law(
             if law.uses_hypothesis:
                 own_seed = None if seed is None else law_seed(seed, law.id, f.name, device)
                 db = databases.open(database) if database is not None else None
-                _hypothesis_test(law, ctx, prof, own_seed, db)(impl, f.dtype, device)
+                _hypothesis_test(law, ctx, prof, own_seed, db, replay)(impl, f.dtype, device)
             else:
                 with torch.random.fork_rng(devices=[]):  # the same fixed start as a Hypothesis example
                     torch.manual_seed(0)
@@ -272,11 +337,68 @@ def run_law(
     if result.status == "failed":  # a law without @given fails on its one (enumerated) check
         result.found_after = rec.first_failure if law.uses_hypothesis else max(rec.examples, 1)
     result.max_ulp, result.p99_ulp = rec.max_ulp, rec.p99_ulp
+    result.headroom, result.bound = rec.headroom, rec.bound
     result.worst_input = rec.failing_input if result.status == "failed" and rec.failing_input else rec.worst_input
-    result.measurements = rec.measurements
+    result.measurements = {**rec.measurements, **result.measurements}
     if searched:
         result.measurements["search"] = f"{searched} of profile {prof.name}"
+    if result.status == "failed":
+        result.replay_data = _counterexample(result, law, impl, rec)
     return result
+
+
+COUNTEREXAMPLE_FORMAT = "nanolm-verify/counterexample/1"
+
+
+def _counterexample(result: LawResult, law: Law, impl: Implementation, rec: Any) -> bytes | None:
+    """The bytes of a counterexample file (``torch.save``): what replays the failure, and the tensors.
+
+    ``draws``: the failing example's ``data.draw`` values in order (None for a law without Hypothesis: it
+    enumerates its inputs, a replay re-runs it); ``calls``: the input and weights of each call of the subject.
+    """
+    spec = impl.spec
+    if Path(spec).suffix == ".py" or Path(spec).is_dir():
+        spec = str(Path(spec).resolve())  # a path keeps working from another directory
+    payload = {
+        "format": COUNTEREXAMPLE_FORMAT,
+        "law_id": result.law_id,
+        "dtype": result.dtype,
+        "device": result.device,
+        "implementation": spec,
+        "profile": result.profile,
+        "seed": result.seed,
+        "status": result.status,
+        "cause": result.cause,
+        "message": result.message,
+        "draws": (rec.failing_draws or []) if law.uses_hypothesis else None,
+        "calls": rec.failing_calls or [],
+        "versions": {"nanolm-verify": __version__, "torch": torch.__version__, "hypothesis": hypothesis.__version__},
+    }
+    for attempt in ("all", "without draws", "without tensors"):
+        buffer = io.BytesIO()
+        try:
+            torch.save(payload, buffer)
+            return buffer.getvalue()
+        except Exception as exc:  # an unpicklable drawn value: keep what can be kept, and say so
+            key = "draws" if attempt == "all" else "calls"
+            payload[key] = None
+            payload.setdefault("note", f"not saved: {attempt} failed ({type(exc).__name__}: {exc})")
+    return None
+
+
+def load_counterexample(path: str | Path) -> dict[str, Any]:
+    """A counterexample file's payload (ValueError naming the file when it is not one). It is a pickle: load only
+    files you trust, as with any ``torch.load(weights_only=False)``."""
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=False)
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    except Exception as exc:
+        raise ValueError(f"{path} is not a counterexample file ({type(exc).__name__}: {exc})") from None
+    if not isinstance(payload, dict) or payload.get("format") != COUNTEREXAMPLE_FORMAT:
+        found = payload.get("format") if isinstance(payload, dict) else type(payload).__name__
+        raise ValueError(f"{path}: format {found!r}, expected {COUNTEREXAMPLE_FORMAT!r}")
+    return payload
 
 
 def _raised_in(exc: BaseException, impl: Implementation) -> bool:
@@ -307,7 +429,7 @@ def _skip_reason(law: Law, impl: Implementation, dtype: torch.dtype, device: str
 
 def _failure_message(exc: AssertionError, ctx: LawContext) -> str:
     text = str(exc) or type(exc).__name__
-    notes = [n for n in getattr(exc, "__notes__", ()) if n.strip()]
+    notes = [n for n in getattr(exc, "__notes__", ()) if n.strip() and "reproduce_failure" not in n]
     draws = [n if len(n) < 400 else n[:400] + " …" for n in notes if n.startswith(("Draw", "Falsifying"))]
     if "reproduce:" not in text:
         text += f"\n  {ctx.regime()}\nreproduce: {ctx.repro}"

@@ -41,7 +41,15 @@ from typing import Any
 from properties.running.loading import ImplementationError
 from properties.running.runner import LawResult, Task
 
-__all__ = ["Interrupted", "Pool", "SubjectInfo", "WorkerOptions", "default_memory_limit", "default_workers"]
+__all__ = [
+    "Interrupted",
+    "Pool",
+    "SubjectInfo",
+    "WorkerOptions",
+    "default_memory_limit",
+    "default_workers",
+    "signals_interrupt",
+]
 
 _LOG_TAIL = 6  # lines of a dead worker's output quoted in its result
 
@@ -259,7 +267,7 @@ class _Worker:
 
 
 @contextlib.contextmanager
-def _signals_interrupt() -> Iterator[None]:
+def signals_interrupt() -> Iterator[None]:
     """SIGTERM (and SIGINT) raise Interrupted in the parent while workers run."""
 
     def handler(signum: int, frame: Any) -> None:
@@ -336,7 +344,7 @@ class Pool:
         results: list[LawResult | None] = [None] * len(tasks)
         pending = list(enumerate(tasks))[::-1]
         timeout = self.options.timeout
-        with _signals_interrupt():
+        with signals_interrupt():
             try:
                 while pending or any(w.task for w in self._workers):
                     self._workers = [w for w in self._workers if w.alive or w.task]

@@ -32,6 +32,7 @@ def test_record_writes_a_versioned_file_with_one_record_per_law_dtype_device(tmp
         "status": "passed",
         "max_ulp": 0.5,
         "p99_ulp": 0.25,
+        "headroom": None,
         "examples": 8,
     }
     assert doc["records"]["RMSNorm.rmsnorm_does_not_center[bf16-cpu]"]["max_ulp"] is None
@@ -100,3 +101,13 @@ def test_a_file_that_is_not_a_baseline_is_refused_with_a_hint(tmp_path, content,
     path.write_text(content)
     with pytest.raises(ValueError, match=message):
         baseline.compare(run(), path)
+
+
+def test_a_grown_headroom_is_a_regression_even_without_a_ulp_measurement(tmp_path):
+    path = tmp_path / "base.json"
+    before = [LawResult("RMSNorm.rmsnorm_does_not_center", "RMSNorm", "fp32", "cpu", "passed", headroom=0.25)]
+    after = [LawResult("RMSNorm.rmsnorm_does_not_center", "RMSNorm", "fp32", "cpu", "passed", headroom=0.75)]
+    baseline.record(before, path, impl="torch", profile="ci")
+    assert json.loads(path.read_text())["records"]["RMSNorm.rmsnorm_does_not_center[fp32-cpu]"]["headroom"] == 0.25
+    assert baseline.compare(after, path) == ["RMSNorm.rmsnorm_does_not_center fp32 cpu: headroom 0.25 → 0.75 (+0.50)"]
+    assert baseline.compare(before, path) == []

@@ -34,6 +34,7 @@ def fake_runner(max_ulps: dict[str, float]):
                         message="max ULP error too big",
                         max_ulp=ulp,
                         p99_ulp=ulp / 2,
+                        headroom=ulp / 2,
                         worst_input=worst,
                         examples=8,
                     )
@@ -90,27 +91,49 @@ def test_the_batch_probe_can_say_no():
 
 def test_highlights_name_the_differing_accuracy_classes_with_numbers(report):
     [line] = compare.highlights(report["cells"], compare._declared(report))
-    assert line.startswith("RMSNorm bf16 cpu — torch: correctly rounded (max 0.5, p99 0.25 ULP); hf-llama:")
-    assert "max 1.25" in line and "hf-llama declares rounding: two roundings" in line
+    assert line == "RMSNorm bf16 cpu — correctly rounded: torch (max 0.5 ULP); ≤ 1.3 ULP: hf-llama (max 1.25 ULP)"
 
 
-def test_markdown_and_html_show_the_numbers_classes_and_conventions(report, tmp_path):
+def test_markdown_and_html_put_implementations_in_columns_with_headroom_cells(report, tmp_path):
     md, page, results = compare.write(report, tmp_path)
     text = md.read_text()
-    assert "| torch | bf16 | cpu | 2/2 | 0.5 | 0.25 | correctly rounded | yes (probe) |" in text
-    assert "two roundings" in text  # hf-llama's declared convention
+    assert "| law | dtype | torch | hf-llama |" in text
+    assert "| rmsnorm_matches_golden | bf16 | 0.25 | 0.62 |" in text  # headroom per cell, one format
+    assert "| dtype | torch | hf-llama |" in text and "laws 2/2<br>headroom vs golden 0.25<br>max 0.5 ULP" in text
+    assert text.count("- **hf-llama**") == 1 and text.count("roundings 2") == 1  # conventions: once per impl
     body = page.read_text()
     assert body.startswith("<!doctype html>") and "<script" not in body
-    assert '<span class="cls cr">correctly rounded</span>' in body and "1.25" in body
+    assert '<td class="c p0" title="passed; headroom 0.25; max 0.5 ULP">0.25</td>' in body
+    assert '<td class="c p1"' in body and "<th>hf-llama</th>" in body
     data = json.loads(results.read_text())
-    assert data["schema"] == "nanolm-verify/compare/1" and len(data["results"]["torch"]) == 2
+    assert data["schema"] == "nanolm-verify/compare-report/2" and len(data["results"]["torch"]) == 2
 
 
-def test_failures_are_listed_with_their_messages(tmp_path):
+def test_failures_are_red_and_listed_with_their_messages(tmp_path):
     report = compare.run(["torch"], dtypes=["fp16"], runner=fake_runner({"torch": 7.0}))
     text = compare.render_markdown(report)
+    assert "| rmsnorm_matches_golden | fp16 | **FAIL 3.5** |" in text
     assert "**failed**" in text and "max ULP error too big" in text
-    assert '<span class="cls bad">1/2</span>' in compare.render_html(report)
+    assert '<td class="c f" title="failed; headroom 3.5; max 7 ULP' in compare.render_html(report)
+    assert compare.exit_status(report) == 1
+
+
+def test_a_law_not_defined_for_a_dtype_is_shown_as_such_not_red():
+    def runner(impl, *, profile, devices, dtypes, only, seed):
+        law = "RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded"  # defined for bf16 only
+        return [
+            LawResult(law, "RMSNorm", "bf16", "cpu", "passed", headroom=0.5),
+            LawResult("RMSNorm.rmsnorm_preserves_sign", "RMSNorm", "fp32", "cpu", "passed"),
+        ]
+
+    report = compare.run(["torch"], dtypes=["fp32", "bf16"], runner=runner)
+    rows = {(law, dtype): v for law, dtype, _, [v] in compare.matrix(report, "RMSNorm")}
+    assert rows[("RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded", "fp32")].css == "na"
+    assert rows[("RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded", "bf16")].text == "0.50"
+    assert rows[("RMSNorm.rmsnorm_preserves_sign", "bf16")].text == "—"  # defined, but not run
+    assert rows[("RMSNorm.rmsnorm_preserves_sign", "fp32")].text == "ok"  # an exact law: no bound
+    assert compare.exit_status(report) == 0
+    assert '<td class="c na" title="the law is not defined for fp32">n/a</td>' in compare.render_html(report)
 
 
 def test_expectations_turn_a_documented_failure_into_xfailed(monkeypatch, tmp_path):
@@ -125,8 +148,10 @@ def test_expectations_turn_a_documented_failure_into_xfailed(monkeypatch, tmp_pa
 def test_cli_has_compare_and_unknown_implementations_exit_2(tmp_path, capsys):
     assert cli.main(["compare", "no_such_module_xyz", "--out", str(tmp_path)]) == 2
     assert "no_such_module_xyz" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        cli.main(["compare", "torch"])  # --out is required
+    assert cli.main(["compare", "torch"]) == 2  # --out (or --league) is required, before any work
+    assert "--out DIR" in capsys.readouterr().err
+    assert cli.main(["compare", "--out", str(tmp_path)]) == 2  # no implementation named
+    assert "name the implementations" in capsys.readouterr().err
 
 
 def test_end_to_end_hf_llama_rounds_twice_where_torch_rounds_once():
@@ -145,3 +170,20 @@ def test_numbers_next_to_a_class_boundary_are_not_rounded_across_it():
     assert compare._fmt(0.49998158626697325) == "0.49998"
     assert compare._fmt(0.99999999) == "0.99999998999999995"
     assert (compare._fmt(2.1347e8), compare._fmt(None), compare._fmt(float("inf"))) == ("2.1347e+08", "—", "inf")
+
+
+def test_the_league_ranks_every_implementation_and_lists_its_findings(tmp_path):
+    report = compare.run(["torch", "hf-llama"], dtypes=["bf16"], runner=fake_runner({"torch": 0.5, "hf-llama": 9.0}))
+    text = compare.render_league(report, "nanolm-verify compare --league L", {"timm": "No module named 'timm'"})
+    rows = [line for line in text.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
+    assert rows[0].startswith("| 1 | **torch** |") and rows[1].startswith("| 2 | **hf-llama** |")
+    assert "| **1** |" in rows[1] and "4.5" in rows[1]  # one unexpected failure, its headroom 9/2
+    assert "Finding: HF Llama computes in fp32 whatever the input dtype" in text  # its expectation file
+    assert "**timm**: No module named 'timm'" in text and "Regenerate: `nanolm-verify compare --league L`" in text
+
+
+def test_a_report_renders_the_same_from_its_results_json(report, tmp_path):
+    _, _, results = compare.write(report, tmp_path)
+    again = compare.from_json(json.loads(results.read_text()))
+    assert compare.render_markdown(again) == compare.render_markdown(report)
+    assert compare.render_html(again) == compare.render_html(report)

@@ -107,7 +107,9 @@ def test_attention_pitfall_overrides_one_step_not_forward(name):
 def test_pitfalls_cli_is_readable_in_80_columns_and_exits_0_when_caught():
     out = io.StringIO()
     parser = _parser()
-    status = teach._run(parser.parse_args(["pitfalls", "missing_eps", "forgot_gamma", "--reference"]), out)
+    status = teach._run(
+        parser.parse_args(["pitfalls", "missing_eps", "forgot_gamma", "--reference", "--profile", "ci"]), out
+    )
     text = out.getvalue()
     assert status == 0, text
     assert text.count("✔ CAUGHT") == 2
@@ -123,7 +125,7 @@ def test_pitfalls_cli_exits_1_when_a_pitfall_is_not_caught(monkeypatch):
     bogus = gallery.PITFALLS["missing_eps"]._replace(module="nanolm_core")  # the reference is not wrong
     monkeypatch.setitem(gallery.PITFALLS, "missing_eps", bogus)
     out = io.StringIO()
-    assert teach._run(_parser().parse_args(["pitfalls", "missing_eps"]), out) == 1
+    assert teach._run(_parser().parse_args(["pitfalls", "missing_eps", "--profile", "ci"]), out) == 1
     assert "NOT CAUGHT" in out.getvalue()
 
 
@@ -157,7 +159,7 @@ def test_pitfalls_cli_reports_a_pending_gap_without_failing(monkeypatch):
     gap = gallery.PITFALLS["missing_eps"]._replace(module="nanolm_core", pending="no law can see it yet")
     monkeypatch.setitem(gallery.PITFALLS, "missing_eps", gap)
     out = io.StringIO()
-    assert teach._run(_parser().parse_args(["pitfalls", "missing_eps"]), out) == 0
+    assert teach._run(_parser().parse_args(["pitfalls", "missing_eps", "--profile", "ci"]), out) == 0
     assert "NOT CAUGHT YET (a known gap)" in out.getvalue() and "no law can see it yet" in out.getvalue()
 
 

@@ -107,7 +107,7 @@ def test_pitfalls_cli_reports_a_crash_as_not_caught(typo, monkeypatch):
     parser = argparse.ArgumentParser(prog="nanolm-verify")
     teach.register(parser.add_subparsers(dest="command"))
     out = io.StringIO()
-    assert teach._run(parser.parse_args(["pitfalls", "mean_subtraction"]), out) == 1
+    assert teach._run(parser.parse_args(["pitfalls", "mean_subtraction", "--profile", "ci"]), out) == 1
     text = out.getvalue()
     assert "✘ NOT CAUGHT" in text and "cause crash" in text and "✔ CAUGHT" not in text
     assert max(map(len, text.splitlines())) <= 80

@@ -40,7 +40,18 @@ def test_compare_applies_a_user_file(tmp_path, capsys):
     mine = tmp_path / "mine.txt"
     mine.write_text("RMSNorm.rmsnorm_matches_golden[fp32]  xfail  on purpose\n")
     out = tmp_path / "out"
-    args = ["compare", WRONG, "--out", str(out), "--only", "RMSNorm.rmsnorm_matches_golden", "--dtype", "fp32"]
+    args = [
+        "compare",
+        WRONG,
+        "--out",
+        str(out),
+        "--only",
+        "RMSNorm.rmsnorm_matches_golden",
+        "--dtype",
+        "fp32",
+        "--profile",
+        "ci",
+    ]
     assert main([*args, "--expectations", str(mine)]) == 0
     [record] = json.loads((out / "results.json").read_text())["results"][WRONG]
     assert record["status"] == "xfailed"

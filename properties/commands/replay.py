@@ -1,0 +1,101 @@
+"""``nanolm-verify replay FILE``: re-run one failure, exactly, from its counterexample file.
+
+``check`` writes a counterexample file (.pt) for every failed law (beside ``--json``, or under
+``--artifacts DIR``). It holds the law, dtype, device, implementation and the values the law drew for the
+failing example; replay runs that law once on exactly those values, in this process, and prints the
+verdict the way ``check`` does. The file also keeps the input and weights passed to the implementation,
+for a person to load::
+
+    import torch
+    case = torch.load("RMSNorm.rmsnorm_matches_golden-fp32-cpu.pt", weights_only=False)
+    case["calls"][0]["x"], case["calls"][0]["state"]["weight"]
+
+The file is a pickle: replay and load only files you trust.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from properties.commands.check import failure_text
+from properties.commands.helptext import Formatter
+from properties.running.loading import ImplementationError, load
+from properties.running.profiles import PROFILES
+from properties.running.runner import LAWS, load_counterexample, run_law
+
+__all__ = ["main", "register"]
+
+EPILOG = """\
+examples:
+  nanolm-verify check impl.py --json out/r.json   (saves out/r-counterexamples/)
+  nanolm-verify replay out/r-counterexamples/RMSNorm.rmsnorm_matches_golden-*.pt
+  nanolm-verify replay FILE --impl mypkg.fixed_norms  does the fix hold?
+
+exit status:
+  0  the case passes now
+  1  it fails again (the failure is printed as check prints it)
+  2  usage error: not a counterexample file, unknown law, an implementation
+     that cannot be imported, a device this machine does not have
+"""
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "replay",
+        help="re-run one failure exactly, from its counterexample file",
+        description="Re-run one failure exactly, from its counterexample file (.pt): check\n"
+        "writes one per failed law beside --json (or under --artifacts DIR). The law\n"
+        "runs once on the very values it drew, in this process, and the verdict is\n"
+        "printed as check prints it. The file is a pickle: replay only files you trust.",
+        epilog=EPILOG,
+        formatter_class=Formatter,
+    )
+    p.add_argument("file", metavar="FILE", help="a counterexample file (.pt) written by check")
+    p.add_argument(
+        "--impl",
+        default=None,
+        metavar="SPEC",
+        help="replay against this implementation instead (default: the one that failed)",
+    )
+    p.set_defaults(func=main)
+
+
+def _usage(message: str) -> int:
+    print(f"nanolm-verify replay: error: {message}", file=sys.stderr)
+    return 2
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        case = load_counterexample(args.file)
+    except ValueError as exc:
+        return _usage(str(exc))
+    law = LAWS.get(case["law_id"])
+    if law is None:
+        return _usage(f"FILE names law {case['law_id']!r}, which this version of the suite does not have")
+    if law.uses_hypothesis and not case.get("draws"):
+        return _usage(f"FILE holds no replayable draws ({case.get('note', 'none were recorded')})")
+    spec = args.impl or case["implementation"]
+    try:
+        impl = load(spec)
+    except ImplementationError as exc:
+        return _usage(f"--impl: {exc}" if args.impl else str(exc))
+    print(f"replaying {law.id} [{case['dtype']}, {case['device']}]\n  implementation {impl.spec}\n  file {args.file}")
+    result = run_law(
+        law,
+        impl,
+        dtype=case["dtype"],
+        device=case["device"],
+        profile=case["profile"] if case["profile"] in PROFILES else "ci",
+        seed=case["seed"],
+        replay=case["draws"] if law.uses_hypothesis else None,
+    )
+    if result.status == "passed":
+        print(f"passed: the case no longer fails against {impl.spec}")
+        return 0
+    if result.status == "skipped":
+        return _usage(f"cannot replay here: {result.message}")
+    print(failure_text(result))
+    return 1

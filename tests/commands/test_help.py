@@ -1,0 +1,63 @@
+"""Every subcommand's ``--help``: plain text, at most 80 columns on any terminal, with an exit-status section."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from properties.entry.cli import build_parser, main
+from properties.running.loading import ADAPTERS
+
+
+def _commands(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = [prefix]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _commands(sub, (*prefix, name))
+    return found
+
+
+COMMANDS = _commands(build_parser())
+
+
+def test_every_subcommand_is_covered():
+    assert {("check",), ("compare",), ("replay",), ("pitfalls",), ("golden", "verify")} <= set(COMMANDS)
+
+
+@pytest.mark.parametrize("columns", ["80", "200"])
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "nanolm-verify")
+def test_help_fits_80_columns_is_plain_text_and_states_the_exit_status(command, columns, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", columns)
+    with pytest.raises(SystemExit) as done:
+        main([*command, "--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    too_wide = [line for line in text.splitlines() if len(line) > 80]
+    assert not too_wide, too_wide
+    assert "exit status:" in text
+    assert "``" not in text and ":func:" not in text  # no reStructuredText
+
+
+@pytest.mark.parametrize("command", ["", "check", "compare", "fuzz"])
+def test_the_commands_that_take_an_implementation_name_every_adapter_id(command, capsys):
+    with pytest.raises(SystemExit):
+        main([*command.split(), "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(name in text for name in ADAPTERS)
+    assert "examples:" in text
+
+
+def test_check_has_an_example_in_every_option_group(capsys):
+    parser = build_parser()
+    check = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["check"]
+    groups = [g for g in check._action_groups if g.title not in ("positional arguments", "options")]
+    assert len(groups) >= 3 and all((g.description or "").startswith("example: ") for g in groups)
+
+
+def test_one_default_profile_across_subcommands():
+    parser = build_parser()
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    defaults = {name: subs[name].get_default("profile") for name in ("check", "compare", "pitfalls")}
+    assert set(defaults.values()) == {None}  # None: $HYPOTHESIS_PROFILE, else profiles.DEFAULT_PROFILE
