@@ -125,7 +125,10 @@ class RopeLayout(nn.Module):
         self.training = block.training
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        rows = {name: permute_rope(self.get_parameter(name), n) for name, n in self.heads.items()}
+        rows = {}
+        for name, n in self.heads.items():  # by attribute: under functional_call a weight is a plain tensor
+            owner, attr = name.rsplit(".", 1)
+            rows[name] = permute_rope(getattr(self.get_submodule(owner), attr), n)
         return torch.func.functional_call(self._block, rows, (x,))
 
 

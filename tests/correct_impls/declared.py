@@ -46,7 +46,9 @@ class Bf16EpsRMSNorm(nanolm_core.RMSNorm):
 
 
 def _flush(t: torch.Tensor, like: torch.dtype) -> torch.Tensor:
-    return torch.where(t.abs() < torch.finfo(like).tiny, torch.zeros_like(t), t)
+    """t with its subnormals of ``like`` set to 0 (the derivative stays 1: a flushing kernel's backward is the
+    RMSNorm derivative, not the derivative of the flush)."""
+    return t + (torch.where(t.abs() < torch.finfo(like).tiny, torch.zeros_like(t), t) - t).detach()
 
 
 class FlushingRMSNorm(nanolm_core.RMSNorm):
