@@ -314,10 +314,12 @@ class _P:
 
     def gamma_red(self, depth: int, per_term: int = 0) -> float:
         """Relative constant of ``depth`` additions after ``per_term`` roundings of each term:
-        γ_(depth+per_term)(u_c), or (1 + γ_depth(u_a))(1 + γ_per_term(u_c)) − 1 with a declared accumulation."""
+        γ_(depth+per_term)(u_c), or, with a declared accumulation dtype a, (1 + γ_(depth+k)(u_a))(1 + γ_per_term(u_c))
+        − 1, k = 1 when a is narrower than c (each term is rounded to a as it enters the accumulator)."""
         if self.ua == self.uc:
             return gamma(depth + per_term, self.uc)
-        return (1 + gamma(depth, self.ua)) * (1 + gamma(per_term, self.uc)) - 1
+        enter = 1 if self.ua > self.uc else 0
+        return (1 + gamma(depth + enter, self.ua)) * (1 + gamma(per_term, self.uc)) - 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -495,7 +497,8 @@ def _rmsnorm_e(x: _E, w: np.ndarray, eps: float, p: _P) -> tuple[_E, np.ndarray]
     for order in ORDERS:
         g = p.gamma_red(reduction_roundings(D, order), per_term=2)
         # ½(relative error of ms)·ρ + ½(eps rounded to c + the addition) + rsqrt (1/√: 2 u_c)
-        rel_r.append(0.5 * g * rho + 0.5 * under + 0.5 * p.uc * (2 - rho) + 2 * p.uc)
+        with np.errstate(invalid="ignore"):  # γ = inf (a vacuous sum bound) × ρ = 0: NaN, judged as inf below
+            rel_r.append(0.5 * g * rho + 0.5 * under + 0.5 * p.uc * (2 - rho) + 2 * p.uc)
     eps2 = _eps_dtype(eps, p)  # declared: the implementation adds eps' = fl(eps) instead of eps
     flush = "input" in p.a.flush  # declared: errors of x may be as large as x (not linearised)
     e_gain = _gain_error(w, p)
@@ -728,7 +731,10 @@ def rmsnorm_vjp(x: Any, weight: Any, eps: float, grad_out: Any, dtype: Any) -> t
         v = S / D + eps
         r = 1.0 / np.sqrt(v)
         rho = np.where(v > 0, (S / D) / v, 0.0)
-    rel = [0.5 * p.gamma_red(reduction_roundings(D, o), 2) * rho + 0.5 * p.uc * (2 - rho) + 2 * p.uc for o in ORDERS]
+    with np.errstate(invalid="ignore"):
+        rel = [
+            0.5 * p.gamma_red(reduction_roundings(D, o), 2) * rho + 0.5 * p.uc * (2 - rho) + 2 * p.uc for o in ORDERS
+        ]
     eps2 = _eps_dtype(eps, p)
     if eps2 is not None or not np.all(xs.ea == 0):  # declared: x read with errors, eps' added (_r_interval)
         with np.errstate(all="ignore"):

@@ -6,6 +6,7 @@ tests/running/test_conventions.py runs each with and without its declaration).
 - ``FlushingRMSNorm``      subnormal inputs read as 0 and subnormal outputs returned as 0 (DAZ / FTZ)
 - ``OffsetGainRMSNorm``    Gemma's gain: 1 + (γ − 1) formed in the compute dtype
 - ``InterleavedBlock``     RoPE on consecutive pairs (Meta's layout): rope_layout interleaved
+- ``Bf16SumRMSNorm``       Σx² accumulated in bf16 (squares rounded to bf16, pairwise bf16 additions)
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from properties.gallery.rope_interleaved import Block as InterleavedBlock
 __all__ = [
     "CONVENTIONS",
     "Bf16EpsRMSNorm",
+    "Bf16SumRMSNorm",
     "FlushingRMSNorm",
     "Fp32ForFp64RMSNorm",
     "InterleavedBlock",
@@ -69,6 +71,21 @@ class OffsetGainRMSNorm(nanolm_core.RMSNorm):
         return F.rms_norm(x.to(c), (self.dim,), gain, self.eps).to(x.dtype)
 
 
+class Bf16SumRMSNorm(nanolm_core.RMSNorm):
+    """The reference with Σx² accumulated in bf16: the squares rounded to bf16, summed pairwise in bf16."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        c = _c(x)
+        xc = x.to(c)
+        acc = (xc * xc).to(torch.bfloat16)
+        while acc.shape[-1] > 1:  # pairwise: add the two halves (odd lengths padded with a zero) in bf16
+            acc = F.pad(acc, (0, acc.shape[-1] % 2))
+            half = acc.shape[-1] // 2
+            acc = acc[..., :half] + acc[..., half:]
+        r = torch.rsqrt(acc.to(c) / self.dim + self.eps)
+        return (xc * r * self.weight.to(c)).to(x.dtype)
+
+
 CONVENTIONS = {}  # each test module names the class and its declaration (see DECLARATIONS)
 
 DECLARATIONS = {
@@ -77,4 +94,5 @@ DECLARATIONS = {
     "FlushingRMSNorm": ("RMSNorm", {"flush_subnormals": ["input", "output"]}),
     "OffsetGainRMSNorm": ("RMSNorm", {"weight_offset": 1.0}),
     "InterleavedBlock": ("Block", {"rope_layout": "interleaved"}),
+    "Bf16SumRMSNorm": ("RMSNorm", {"accumulation_dtype": "bf16"}),
 }

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 import nanolm_core
 from properties.entry.cli import main
-from properties.gallery import eps_outside_sqrt, gemma_offset_twice
+from properties.gallery import eps_outside_sqrt, gemma_offset_twice, missing_eps
 from properties.library.context import LawContext, open_context
 from properties.library.conventions import NOT_MODELLED, ConventionError, Conventions, parse, parse_all
 from properties.library.subject import Implementation
@@ -107,6 +107,7 @@ HONOURED = [
     ("FlushingRMSNorm", "RMSNorm.rmsnorm_matches_golden", "fp16"),
     ("OffsetGainRMSNorm", "RMSNorm.rmsnorm_matches_golden", "fp32"),
     ("InterleavedBlock", "Block.block_matches_golden", "fp32"),
+    ("Bf16SumRMSNorm", "RMSNorm.rmsnorm_matches_stored_golden", "fp32"),
 ]
 
 
@@ -164,6 +165,7 @@ POWER_KEPT = [
     ("RMSNorm", Bf16GainRMSNorm, {"weight_offset": 1.0}, "RMSNorm.rmsnorm_matches_golden", "fp32"),
     ("RMSNorm", gemma_offset_twice.RMSNorm, {"weight_offset": 1.0}, "RMSNorm.rmsnorm_matches_golden", "fp32"),
     ("Block", nanolm_core.Block, {"rope_layout": "interleaved"}, "Block.block_matches_golden", "fp32"),
+    ("RMSNorm", missing_eps.RMSNorm, {"accumulation_dtype": "bf16"}, "RMSNorm.rmsnorm_matches_golden", "fp32"),
 ]
 
 
