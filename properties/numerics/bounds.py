@@ -192,6 +192,10 @@ class Arithmetic:
                       (error |v|, propagated without linearising the norm's r); an output whose magnitude is below
                       t's smallest normal may be returned as 0 (+ that normal). Flushed results of operations in c
                       ("intermediate") are inside every bound already (tiny_c per operation).
+
+    A demoted implementation may also mix precisions (HF: the norm in fp32, the projections in fp64): an operation
+    in t whose result is then converted to c errs by u_t + u_c·(1 + u_t), where one u_c is counted; the u_t left
+    over is 2^-29 of it (fp64/fp32), inside the second-order slack 1/(1 − 64·u_c) that :func:`_finish` applies.
     """
 
     compute: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -736,7 +740,8 @@ def rmsnorm_vjp(x: Any, weight: Any, eps: float, grad_out: Any, dtype: Any) -> t
             0.5 * p.gamma_red(reduction_roundings(D, o), 2) * rho + 0.5 * p.uc * (2 - rho) + 2 * p.uc for o in ORDERS
         ]
     eps2 = _eps_dtype(eps, p)
-    if eps2 is not None or not np.all(xs.ea == 0):  # declared: x read with errors, eps' added (_r_interval)
+    shifted = eps2 is not None or not np.all(xs.ea == 0)
+    if shifted:  # declared: x read with errors, eps' added (_r_interval: any size, not linearised)
         with np.errstate(all="ignore"):
             shift = _r_interval(X, xs.ea, eps, eps2)[1] / r
         rel = [q + shift * (1 + q) for q in rel]
@@ -747,6 +752,10 @@ def rmsnorm_vjp(x: Any, weight: Any, eps: float, grad_out: Any, dtype: Any) -> t
     gw = _to_t(_op(_mul(gs, gain), p), p)
     A = _contract(gw, xs, "...j,...j->...", D, p).map(lambda a: a[..., None])
     r3 = _op(_mul(_mul(r_e, r_e), r_e), p, 2)
+    if shifted:  # r's error may be large here: r³ errs by ((1 + rel)³ − 1)·r³ exactly, not 3·rel·r³
+        with np.errstate(all="ignore"):
+            cubed = [((1 + q) ** 3 - 1) * r**3 for q in rel]
+        r3 = _op(_E(r**3, cubed[0], cubed[1]), p, 2)
     term1 = _op(_mul(r_e, gw), p)
     term2 = _op(_mul(_op(_mul(r3, A), p, 2), xs), p).map(lambda a: a / D)
     dx = _to_t(_op(_E(term1.v - term2.v, term1.ea + term2.ea, term1.ep + term2.ep), p), p)
