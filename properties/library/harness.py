@@ -17,13 +17,14 @@ from hypothesis import event
 from torch import nn
 from torch.autograd.gradcheck import GradcheckError
 
-from properties.adapters.kit import DtypeNotSupported
+from properties.adapters.kit import DtypeNotSupported, permute_rope
 from properties.library import context, state
 from properties.library.assertions import assert_output_contract, fail
 from properties.library.context import NotApplicable, StubNotImplemented
 from properties.library.subject import Implementation
 
 __all__ = [
+    "RopeLayout",
     "backward",
     "block_forward",
     "build",
@@ -110,8 +111,33 @@ def build_swiglu(impl: Implementation, params: dict[str, torch.Tensor], dtype: t
 def build_block(
     impl: Implementation, config: Any, params: dict[str, torch.Tensor], dtype: torch.dtype, device: str
 ) -> nn.Module:
-    """Block(config) with the contract's state_dict loaded."""
-    return build(impl, "Block", (config,), {}, params, dtype, device)
+    """Block(config) with the contract's state_dict loaded (seen through :class:`RopeLayout` when the Block
+    declares ``rope_layout: "interleaved"``)."""
+    module = build(impl, "Block", (config,), {}, params, dtype, device)
+    declared = impl.conventions["Block"].rope_layout
+    return RopeLayout(module, config) if declared == "interleaved" else module
+
+
+class RopeLayout(nn.Module):
+    """A Block that declares the interleaved RoPE layout, as the contract sees it: the same submodules and
+    parameters under the same names (the contract's rotate-half rows, as loaded), and a forward that hands the
+    Block W_q and W_k with each head's rows permuted to the interleaved layout (``kit.permute_rope``, through
+    ``torch.func.functional_call``: differentiable, nothing is modified). q·kᵀ is invariant under one
+    permutation of q's and k's features, so a correct interleaved Block computes the contract's function."""
+
+    def __init__(self, block: nn.Module, config: Any) -> None:
+        super().__init__()
+        object.__setattr__(self, "_block", block)  # not a child: the parameter names stay the contract's
+        self._modules, self._parameters, self._buffers = block._modules, block._parameters, block._buffers
+        self.heads = {"attn.wq.weight": config.n_heads, "attn.wk.weight": config.n_kv_heads}
+        self.training = block.training
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = {}
+        for name, n in self.heads.items():  # by attribute: under functional_call a weight is a plain tensor
+            owner, attr = name.rsplit(".", 1)
+            rows[name] = permute_rope(getattr(self.get_submodule(owner), attr), n)
+        return torch.func.functional_call(self._block, rows, (x,))
 
 
 def call(module: nn.Module, x: torch.Tensor, *, component: str = "", grad: bool = False) -> torch.Tensor:

@@ -95,6 +95,7 @@ class LawResult:
     bound: dict[str, Any] | None = None  # the bound where the max headroom was reached: abs, ulps, formula
     counterexample: str | None = None  # failed: the .pt file that ``nanolm-verify replay`` re-runs
     replay_data: bytes | None = dataclasses.field(default=None, repr=False)  # that file's content (not in JSON)
+    declared: str = ""  # the component's declared conventions this run honoured (Conventions.summary())
 
     @property
     def passed(self) -> bool:
@@ -282,6 +283,7 @@ def run_law(
         prof.slow,
         seed,
         repro(seed) if callable(repro) else repro_line(law, impl, f.name, device, profile, seed, repro),
+        conventions=impl.conventions.get(law.component),
     )
     start, searched = time.perf_counter(), ""
     with open_context(ctx):
@@ -342,6 +344,7 @@ def run_law(
     result.measurements = {**rec.measurements, **result.measurements}
     if searched:
         result.measurements["search"] = f"{searched} of profile {prof.name}"
+    _honour_declaration(result, ctx)
     if result.status == "failed":
         result.replay_data = _counterexample(result, law, impl, rec)
     return result
@@ -399,6 +402,18 @@ def load_counterexample(path: str | Path) -> dict[str, Any]:
         found = payload.get("format") if isinstance(payload, dict) else type(payload).__name__
         raise ValueError(f"{path}: format {found!r}, expected {COUNTEREXAMPLE_FORMAT!r}")
     return payload
+
+
+def _honour_declaration(result: LawResult, ctx: LawContext) -> None:
+    """Record the declaration the run honoured; a law failure no bound can model under it (Conventions.excuse)
+    becomes an expected, measured result: "xfailed", the declaration as the reason, the measurement kept."""
+    if ctx.conventions is None:
+        return
+    result.declared = ctx.conventions.summary()
+    excuse = ctx.conventions.excuse(result.law_id, ctx.dtype)
+    if excuse and result.status == "failed" and result.cause == "law":
+        result.status, result.message = "xfailed", f"{excuse}\n{result.message}"
+        result.measurements["declared"] = excuse
 
 
 def _raised_in(exc: BaseException, impl: Implementation) -> bool:

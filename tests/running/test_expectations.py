@@ -136,7 +136,9 @@ def test_a_user_file_is_read_with_its_own_name_in_messages(tmp_path):
         ex.read(tmp_path)
 
 
-def test_user_entries_come_before_the_shipped_file_and_decide_first(tmp_path):
+def test_user_entries_come_before_the_shipped_file_and_decide_first(tmp_path, monkeypatch):
+    monkeypatch.setattr(ex, "DIRECTORY", tmp_path)
+    (tmp_path / "hf-llama.txt").write_text("RMSNorm.*[fp64]  xfail  shipped\n")
     mine = tmp_path / "mine.txt"
     mine.write_text("RMSNorm.rmsnorm_matches_golden[fp64]  skip  not on our hardware\n")
     entries = ex.combined("hf-llama", [mine])
