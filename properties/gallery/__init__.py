@@ -176,6 +176,13 @@ PITFALLS: dict[str, Pitfall] = dict([
            "the last partial tile of hidden units dropped"),
     _entry("rope_short_table", "Block.block_matches_stored_golden", "fp32", REAL,
            "a 4-position RoPE table indexed modulo 4"),
+    # Regimes of real kernels: memory layout (views of x and of the loaded weights).
+    _entry("rmsnorm_dropped_column_stride", "RMSNorm.rmsnorm_ignores_memory_layout", "fp32", REAL,
+           "the normalise pass reads x at unit column stride"),
+    _entry("swiglu_assumed_row_pitch", "SwiGLU.swiglu_ignores_memory_layout", "fp32", REAL,
+           "only stride(−1) checked: rows read at pitch D"),
+    _entry("block_residual_storage_offset", "Block.block_ignores_memory_layout", "fp32", REAL,
+           "the residual read from the storage's base, not x's data pointer"),
     # The module as a whole.
     _entry("threads_at_import", "Module.module_import_leaves_torch_state_unchanged", "fp32", REAL,
            "torch's thread count changed at import"),
