@@ -183,6 +183,13 @@ PITFALLS: dict[str, Pitfall] = dict([
            "only stride(−1) checked: rows read at pitch D"),
     _entry("block_residual_storage_offset", "Block.block_ignores_memory_layout", "fp32", REAL,
            "the residual read from the storage's base, not x's data pointer"),
+    # Regimes of real kernels: the module's lifecycle (reload, in-place update, several instances).
+    _entry("rmsnorm_cached_weight_cast", "RMSNorm.rmsnorm_follows_its_module_lifecycle", "bf16", REAL,
+           "γ cast once at the first call: stale after a reload"),
+    _entry("swiglu_stale_fused_weight", "SwiGLU.swiglu_follows_its_module_lifecycle", "fp32", REAL,
+           "[W_gate; W_up] fused at the first call: stale after a reload"),
+    _entry("rope_class_cache", "Block.block_follows_its_module_lifecycle", "fp32", TEST,
+           "RoPE tables cached per class, rope_theta not in the key"),
     # The module as a whole.
     _entry("threads_at_import", "Module.module_import_leaves_torch_state_unchanged", "fp32", REAL,
            "torch's thread count changed at import"),

@@ -5,6 +5,7 @@ from properties.library.laws import (  # noqa: F401
     budget,
     devices,
     layout,
+    lifecycle,
     module,
     rmsnorm,
     stored,
