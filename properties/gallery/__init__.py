@@ -190,6 +190,9 @@ PITFALLS: dict[str, Pitfall] = dict([
            "[W_gate; W_up] fused at the first call: stale after a reload"),
     _entry("rope_class_cache", "Block.block_follows_its_module_lifecycle", "fp32", TEST,
            "RoPE tables cached per class, rope_theta not in the key"),
+    # Regimes of real kernels: long sequences.
+    _entry("sliding_window_attention", "Block.block_every_earlier_token_reaches_the_last", "fp32", REAL,
+           "a 512-token attention window in a full-attention model"),
     # The module as a whole.
     _entry("threads_at_import", "Module.module_import_leaves_torch_state_unchanged", "fp32", REAL,
            "torch's thread count changed at import"),

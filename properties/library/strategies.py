@@ -26,10 +26,12 @@ from properties.library.table import ALL_DTYPES
 
 __all__ = [
     "BLOCK_PINS",
+    "CAUSAL_PINS",
     "ELEMENTWISE_MAX_D",
     "FAST_DIMS",
     "GAMMA_KINDS",
     "LAYOUTS",
+    "LONG_T",
     "RMSNORM_PINS",
     "ROW_KINDS",
     "ROW_PINS",
@@ -62,6 +64,7 @@ __all__ = [
     "fixed_config",
     "gammas",
     "linear_weight",
+    "long_block_case",
     "rmsnorm_cases",
     "rmsnorm_grad_cases",
     "row_cases",
@@ -787,3 +790,28 @@ def weight_as_layout(w: torch.Tensor, layout: str) -> torch.Tensor:
         buf[w.shape[0] :] = w  # the second half of a stacked [other; w] buffer (gate_up fused), offset > 0
         return buf[w.shape[0] :]
     return w
+
+
+# ---------------------------------------------------------------------------------------------- long sequences
+
+LONG_T = 1024  # the stored corpus checks RoPE against golden at T = 1024 (golden/data/block.json); the laws here
+# reach it with bitwise / non-finite criteria that need no golden value
+
+
+def long_block_case(dtype: torch.dtype, T: int = LONG_T) -> BlockCase:
+    """A Block case at a long sequence: H = 2 query heads on G = 1 kv head, K = 8, F = 32, T tokens, seeded
+    (narrow on purpose: the attention matrix grows as H·T²)."""
+    config = fixed_config(H=2, G=1, K=8, F=32, max_seq_len=T)
+    x = torch.from_numpy(np.random.default_rng(T).standard_normal((1, T, config.dim))).to(dtype)
+    return BlockCase(config, x, block_params(config, dtype, seed=T + 1), 1.0, 1.0)
+
+
+def _long_causal(dtype: torch.dtype) -> CausalCase:
+    case = long_block_case(dtype)
+    t = 700  # past every power-of-two block boundary up to 512
+    other = case.x.clone()
+    other[:, t:] = torch.from_numpy(np.random.default_rng(3).standard_normal(other[:, t:].shape)).to(dtype)
+    return CausalCase(case, t, other)
+
+
+CAUSAL_PINS = {"T=1024, t=700": Pin("T=1024, t=700", _long_causal)}

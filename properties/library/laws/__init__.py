@@ -8,6 +8,7 @@ from properties.library.laws import (  # noqa: F401
     lifecycle,
     module,
     rmsnorm,
+    sequence,
     stored,
     swiglu,
 )

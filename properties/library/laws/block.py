@@ -100,6 +100,7 @@ def block_jacobian_is_identity_plus_branch(impl: Implementation, dtype: DType, d
 
 @law("Block")
 @given(data=st.data())
+@example(data=S.CAUSAL_PINS["T=1024, t=700"])
 def block_is_causal(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """Changing tokens t, t+1, … leaves the outputs of tokens 0 … t−1 bitwise unchanged."""
     cc = data.draw(S.causal_cases(dtype), label="case")
