@@ -30,8 +30,10 @@ __all__ = [
     "ELEMENTWISE_MAX_D",
     "FAST_DIMS",
     "GAMMA_KINDS",
+    "GRAD_PINS",
     "LAYOUTS",
     "LONG_T",
+    "MANY_ROWS",
     "RMSNORM_PINS",
     "ROW_KINDS",
     "ROW_PINS",
@@ -815,3 +817,31 @@ def _long_causal(dtype: torch.dtype) -> CausalCase:
 
 
 CAUSAL_PINS = {"T=1024, t=700": Pin("T=1024, t=700", _long_causal)}
+
+
+# ---------------------------------------------------------------------------------------------- many rows
+
+MANY_ROWS = 160  # 2½ row blocks of 64: a reduction over rows that stops after a block, or drops a partial one, shows
+
+
+def _many_rows_rmsnorm(dtype: torch.dtype) -> GradCase:
+    rng = np.random.default_rng(MANY_ROWS)
+    D = 48
+    x = torch.from_numpy(rng.standard_normal((2, MANY_ROWS // 2, D)) + 0.5).to(dtype)
+    w = torch.from_numpy(rng.uniform(0.5, 1.5, D) * rng.choice((-1.0, 1.0), D)).to(dtype)
+    case = RMSNormCase(x, w, 1e-6, ("mean_shifted",) * MANY_ROWS, "random_signed")
+    return GradCase(case, cotangent(tuple(x.shape), dtype, MANY_ROWS))
+
+
+def _many_rows_swiglu(dtype: torch.dtype) -> GradCase:
+    D, F = 16, 40
+    x = torch.from_numpy(np.random.default_rng(MANY_ROWS).standard_normal((MANY_ROWS, D))).to(dtype)
+    w = [linear_weight(o, i, dtype, MANY_ROWS + k) for k, (o, i) in enumerate(((F, D), (F, D), (D, F)))]
+    case = SwiGLUCase(x, *w, 1.0, ("normal",) * MANY_ROWS)
+    return GradCase(case, cotangent(tuple(x.shape), dtype, MANY_ROWS))
+
+
+GRAD_PINS = {
+    "RMSNorm, 160 rows": Pin("RMSNorm, 160 rows", _many_rows_rmsnorm),
+    "SwiGLU, 160 rows": Pin("SwiGLU, 160 rows", _many_rows_swiglu),
+}

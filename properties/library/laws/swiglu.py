@@ -201,9 +201,10 @@ def swiglu_bf16_drift_from_fp32_is_bounded(impl: Implementation, dtype: DType, d
 
 @law("SwiGLU", cost=2)
 @given(data=st.data())
+@example(data=S.GRAD_PINS["SwiGLU, 160 rows"])
 def swiglu_gradients_match_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """The backward pass (dx, dW_gate, dW_up, dW_down for a random cotangent) matches golden.swiglu_vjp within a
-    running-error bound."""
+    running-error bound (the dW sum over every row: pinned at 160 rows, 2½ blocks of 64)."""
     gc = data.draw(S.swiglu_grad_cases(dtype), label="case")
     note(gc)
     c = gc.case
