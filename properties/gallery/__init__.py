@@ -198,6 +198,8 @@ PITFALLS: dict[str, Pitfall] = dict([
            "dγ reduced over the first block of 64 rows only"),
     _entry("swiglu_dw_first_block", "SwiGLU.swiglu_gradients_match_golden", "fp32", TEST,
            "dW_down accumulated over the first 64 tokens only"),
+    _entry("attention_dwo_first_block", "Block.block_parameter_gradients_match_fp64", "fp32", TEST,
+           "dW_o accumulated over the first 64 tokens only"),
     # The module as a whole.
     _entry("threads_at_import", "Module.module_import_leaves_torch_state_unchanged", "fp32", REAL,
            "torch's thread count changed at import"),
