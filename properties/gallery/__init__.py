@@ -200,6 +200,11 @@ PITFALLS: dict[str, Pitfall] = dict([
            "dW_down accumulated over the first 64 tokens only"),
     _entry("attention_dwo_first_block", "Block.block_parameter_gradients_match_fp64", "fp32", TEST,
            "dW_o accumulated over the first 64 tokens only"),
+    # Regimes of real kernels: model sizes (widths D = 2048 … 16384, F = 28672).
+    _entry("rmsnorm_unnormalised_tail", "RMSNorm.rmsnorm_output_has_norm_sqrt_d", "fp32", REAL,
+           "the remainder tile of a wide row left unnormalised"),
+    _entry("swiglu_tail_accumulator_carried", "SwiGLU.swiglu_tokens_are_independent", "fp32", TEST,
+           "the remainder hidden tile's accumulator not reset per token"),
     # The module as a whole.
     _entry("threads_at_import", "Module.module_import_leaves_torch_state_unchanged", "fp32", REAL,
            "torch's thread count changed at import"),

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import torch
+from hypothesis import example
 from hypothesis import strategies as st
 
 from golden.formats import fmt
@@ -31,15 +32,20 @@ __all__ = [
     "FAST_DIMS",
     "GAMMA_KINDS",
     "GRAD_PINS",
+    "HIDDEN_PINS",
     "LAYOUTS",
     "LONG_T",
     "MANY_ROWS",
+    "MODEL_HIDDEN",
+    "MODEL_WIDTHS",
     "RMSNORM_PINS",
     "ROW_KINDS",
     "ROW_PINS",
     "SLOW_DIMS",
     "SWIGLU_PINS",
     "SWIGLU_ROW_KINDS",
+    "WIDTH_PINS",
+    "WIDTH_ROW_PINS",
     "BlockCase",
     "CausalCase",
     "Gamma",
@@ -67,6 +73,7 @@ __all__ = [
     "gammas",
     "linear_weight",
     "long_block_case",
+    "pinned",
     "rmsnorm_cases",
     "rmsnorm_grad_cases",
     "row_cases",
@@ -845,3 +852,59 @@ GRAD_PINS = {
     "RMSNorm, 160 rows": Pin("RMSNorm, 160 rows", _many_rows_rmsnorm),
     "SwiGLU, 160 rows": Pin("SwiGLU, 160 rows", _many_rows_swiglu),
 }
+
+
+# ---------------------------------------------------------------------------------------------- model sizes
+
+MODEL_WIDTHS = (2048, 4096, 5120, 8192, 16384)  # Llama-7B / Llama-13B / Llama-65B-class widths, beyond FAST_DIMS
+MODEL_HIDDEN = 28672  # the FFN width of Llama-3-70B
+
+
+def _wide_case(D: int) -> Callable[[torch.dtype], RMSNormCase]:
+    """Three rows of width D: non-zero mean, all 0.7 (correlated rounding errors), one outlier; γ of both signs."""
+
+    def build(dtype: torch.dtype) -> RMSNormCase:
+        rng = np.random.default_rng(D)
+        x = np.stack([rng.standard_normal(D) + 0.5, np.full(D, 0.7), rng.standard_normal(D) / 8])
+        x[2, D // 3] = 3.5
+        w = rng.uniform(0.5, 1.5, D) * rng.choice((-1.0, 1.0), D)
+        t = torch.from_numpy
+        return RMSNormCase(t(x).to(dtype), t(w).to(dtype), 1e-6, ("mean_shifted", "constant", "outlier"), "random")
+
+    return build
+
+
+def _wide_row_case_at(D: int) -> Callable[[torch.dtype], RowCase]:
+    def build(dtype: torch.dtype) -> RowCase:
+        case = _wide_case(D)(dtype)
+        return RowCase(case, 0, case.x.flip(0).contiguous())
+
+    return build
+
+
+def _wide_swiglu_tokens(dtype: torch.dtype) -> TokenCase:
+    """Three tokens of D = 16 through F = 28672 hidden units (seeded); token 1 kept, 0 and 2 redrawn.
+    (D small on purpose: the regime is F; the bound's cost grows as D·F.)"""
+    D, F = 16, MODEL_HIDDEN
+    rng = np.random.default_rng(F)
+    x = torch.from_numpy(rng.standard_normal((3, D))).to(dtype)
+    w = [linear_weight(o, i, dtype, F + k) for k, (o, i) in enumerate(((F, D), (F, D), (D, F)))]
+    other = torch.from_numpy(rng.standard_normal((3, D))).to(dtype)
+    other[1] = x[1]
+    return TokenCase(SwiGLUCase(x, *w, 1.0, ("normal",) * 3), 1, other)
+
+
+WIDTH_PINS = {f"D={D}": Pin(f"D={D}, 3 rows", _wide_case(D)) for D in MODEL_WIDTHS}
+WIDTH_ROW_PINS = {f"D={D}": Pin(f"D={D}, 3 rows, k=1", _wide_row_case_at(D)) for D in MODEL_WIDTHS}
+HIDDEN_PINS = {f"F={MODEL_HIDDEN}": Pin(f"D=16, F={MODEL_HIDDEN}, 3 tokens", _wide_swiglu_tokens)}
+
+
+def pinned(pins: dict[str, Pin]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``@example(data=pin)`` for every pin of ``pins``, in order."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        for pin in reversed(list(pins.values())):
+            func = example(data=pin)(func)
+        return func
+
+    return decorate

@@ -134,8 +134,10 @@ def swiglu_is_invariant_to_hidden_permutation(impl: Implementation, dtype: DType
 
 @law("SwiGLU")
 @given(data=st.data())
+@S.pinned(S.HIDDEN_PINS)
 def swiglu_tokens_are_independent(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
-    """Token i's output depends only on token i: redrawing every other token moves y_i by at most 2·bound."""
+    """Token i's output depends only on token i: redrawing every other token moves y_i by at most 2·bound
+    (F = 28672 hidden units pinned)."""
     tc = data.draw(S.swiglu_token_cases(dtype), label="case")
     note(tc)
     c = tc.case
