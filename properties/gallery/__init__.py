@@ -205,6 +205,9 @@ PITFALLS: dict[str, Pitfall] = dict([
            "the remainder tile of a wide row left unnormalised"),
     _entry("swiglu_tail_accumulator_carried", "SwiGLU.swiglu_tokens_are_independent", "fp32", TEST,
            "the remainder hidden tile's accumulator not reset per token"),
+    # Regimes of real kernels: RMSNorm's domain (rows up to the overflow threshold of Σx²).
+    _entry("rmsnorm_half_variance", "RMSNorm.rmsnorm_is_exact_up_to_the_overflow_threshold", "fp16", REAL,
+           "the variance kept in fp16: zeros above an RMS of 256"),
     # The module as a whole.
     _entry("threads_at_import", "Module.module_import_leaves_torch_state_unchanged", "fp32", REAL,
            "torch's thread count changed at import"),

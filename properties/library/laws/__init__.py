@@ -4,6 +4,7 @@ from properties.library.laws import (  # noqa: F401
     block,
     budget,
     devices,
+    domain,
     layout,
     lifecycle,
     module,
