@@ -833,7 +833,7 @@ MANY_ROWS = 160  # 2½ row blocks of 64: a reduction over rows that stops after 
 
 def _many_rows_rmsnorm(dtype: torch.dtype) -> GradCase:
     rng = np.random.default_rng(MANY_ROWS)
-    D = 48
+    D = 16
     x = torch.from_numpy(rng.standard_normal((2, MANY_ROWS // 2, D)) + 0.5).to(dtype)
     w = torch.from_numpy(rng.uniform(0.5, 1.5, D) * rng.choice((-1.0, 1.0), D)).to(dtype)
     case = RMSNormCase(x, w, 1e-6, ("mean_shifted",) * MANY_ROWS, "random_signed")

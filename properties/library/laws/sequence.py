@@ -74,7 +74,7 @@ def _long_reach(dtype: DType, j: int = 0) -> ReachCase:
 REACH_PINS = {f"T={S.LONG_T}, j=0": S.Pin(f"T={S.LONG_T}, j=0", _long_reach)}
 
 
-@law("Block", cost=2)
+@law("Block", cost=4)
 @given(data=st.data())
 @example(data=REACH_PINS[f"T={S.LONG_T}, j=0"])
 def block_every_earlier_token_reaches_the_last(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
