@@ -92,8 +92,8 @@ def swiglu_ignores_memory_layout(impl: Implementation, dtype: DType, device: str
 @law("Block", cost=4)
 @given(data=st.data())
 def block_ignores_memory_layout(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
-    """out(view) = out(contiguous copy) within 2·bound for views of x (B, T, D): transposed (sequence-first and
-    feature-major storage), a slice of a fused buffer, a batch broadcast, a storage offset, every other token."""
+    """out(view) = out(contiguous copy) within 2·bound for views of x (B, T, D): transposed storage (every stride
+    reversed: feature-major), a slice of a fused buffer, a batch broadcast, a storage offset, every other token."""
     c = data.draw(S.block_cases(dtype, max_dim=32, max_tokens=4), label="case")
     if c.x.shape[0] * c.x.shape[1] < 2:
         c = c._replace(x=torch.cat([c.x, c.x.flip(-1)], dim=1))  # two tokens at least: a row pitch matters
