@@ -51,7 +51,7 @@ def _one_token(case: S.BlockCase, j: int) -> S.BlockCase:
     of two below the largest): every normalised entry is ≥ 1/8, so p·v_j stays far from underflow."""
     row = case.x[0, j].double()
     floor = float(row.abs().max()) / 8 or 1.0
-    row = torch.where(row.abs() < floor, torch.where(row < 0, -floor, floor), row)
+    row = torch.where(row.abs() < floor, torch.full_like(row, floor).copysign(row), row)  # fp64 throughout
     x = torch.zeros_like(case.x)
     x[0, j] = row.to(case.x.dtype)
     return case._replace(x=x)
