@@ -182,7 +182,7 @@ PITFALLS: dict[str, Pitfall] = dict([
     _entry("swiglu_assumed_row_pitch", "SwiGLU.swiglu_ignores_memory_layout", "fp32", REAL,
            "only stride(−1) checked: rows read at pitch D"),
     _entry("block_residual_storage_offset", "Block.block_ignores_memory_layout", "fp32", REAL,
-           "the residual read from the storage base, not the data pointer"),
+           "the residual read from the storage base, not x's data_ptr"),
     # Regimes of real kernels: the module's lifecycle (reload, in-place update, several instances).
     _entry("rmsnorm_cached_weight_cast", "RMSNorm.rmsnorm_follows_its_module_lifecycle", "bf16", REAL,
            "γ cast once at the first call: stale after a reload"),
