@@ -171,6 +171,38 @@ PITFALLS: dict[str, Pitfall] = dict([
            "the last partial tile of hidden units dropped"),
     _entry("rope_short_table", "Block.block_matches_stored_golden", "fp32", REAL,
            "a 4-position RoPE table indexed modulo 4"),
+    # Regimes of real kernels: memory layout (views of x and of the loaded weights).
+    _entry("rmsnorm_dropped_column_stride", "RMSNorm.rmsnorm_ignores_memory_layout", "fp32", REAL,
+           "the normalise pass reads x at unit column stride"),
+    _entry("swiglu_assumed_row_pitch", "SwiGLU.swiglu_ignores_memory_layout", "fp32", REAL,
+           "only stride(−1) checked: rows read at pitch D"),
+    _entry("block_residual_storage_offset", "Block.block_ignores_memory_layout", "fp32", REAL,
+           "the residual read from the storage base, not x's data_ptr"),
+    # Regimes of real kernels: the module's lifecycle (reload, in-place update, several instances).
+    _entry("rmsnorm_cached_weight_cast", "RMSNorm.rmsnorm_follows_its_module_lifecycle", "bf16", REAL,
+           "γ cast once at the first call: stale after a reload"),
+    _entry("swiglu_stale_fused_weight", "SwiGLU.swiglu_follows_its_module_lifecycle", "fp32", REAL,
+           "[W_gate; W_up] fused at the first call: stale after a reload"),
+    _entry("rope_class_cache", "Block.block_follows_its_module_lifecycle", "fp32", TEST,
+           "RoPE tables cached per class, rope_theta not in the key"),
+    # Regimes of real kernels: long sequences.
+    _entry("sliding_window_attention", "Block.block_every_earlier_token_reaches_the_last", "fp32", REAL,
+           "a 512-token attention window in a full-attention model"),
+    # Regimes of real kernels: gradients on many rows (reductions over row blocks).
+    _entry("rmsnorm_dgamma_first_block", "RMSNorm.rmsnorm_gradients_match_golden", "fp32", REAL,
+           "dγ reduced over the first block of 64 rows only"),
+    _entry("swiglu_dw_first_block", "SwiGLU.swiglu_gradients_match_golden", "fp32", TEST,
+           "dW_down accumulated over the first 64 tokens only"),
+    _entry("attention_dwo_first_block", "Block.block_parameter_gradients_match_fp64", "fp32", TEST,
+           "dW_o accumulated over the first 64 tokens only"),
+    # Regimes of real kernels: model sizes (widths D = 2048 … 16384, F = 28672).
+    _entry("rmsnorm_unnormalised_tail", "RMSNorm.rmsnorm_output_has_norm_sqrt_d", "fp32", REAL,
+           "the remainder tile of a wide row left unnormalised"),
+    _entry("swiglu_tail_accumulator_carried", "SwiGLU.swiglu_tokens_are_independent", "fp32", TEST,
+           "the remainder hidden tile's accumulator not reset per token"),
+    # Regimes of real kernels: RMSNorm's domain (rows up to the overflow threshold of Σx²).
+    _entry("rmsnorm_half_variance", "RMSNorm.rmsnorm_is_exact_up_to_the_overflow_threshold", "fp16", REAL,
+           "the variance kept in fp16: zeros above an RMS of 256"),
     # The module as a whole.
     _entry("threads_at_import", "Module.module_import_leaves_torch_state_unchanged", "fp32", REAL,
            "torch's thread count changed at import"),

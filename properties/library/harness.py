@@ -34,8 +34,10 @@ __all__ = [
     "call",
     "gradcheck",
     "note",
+    "reload",
     "rmsnorm_forward",
     "swiglu_forward",
+    "update_in_place",
 ]
 
 
@@ -138,6 +140,27 @@ class RopeLayout(nn.Module):
             owner, attr = name.rsplit(".", 1)
             rows[name] = permute_rope(getattr(self.get_submodule(owner), attr), n)
         return torch.func.functional_call(self._block, rows, (x,))
+
+
+def reload(module: nn.Module, state: dict[str, torch.Tensor], dtype: torch.dtype, device: str, component: str) -> None:
+    """``module.load_state_dict(state, strict=True)`` on a module already built and called (new weights)."""
+    __tracebackhide__ = True
+    state = {k: v.to(device=device, dtype=dtype) for k, v in state.items()}
+    step = f"{component}.load_state_dict(strict=True) on a module already called, keys {sorted(state)}"
+    guard(step, lambda: module.load_state_dict(state, strict=True), "contract")
+
+
+def update_in_place(module: nn.Module, state: dict[str, torch.Tensor], component: str) -> None:
+    """``with torch.no_grad(): p.copy_(v)`` for each named parameter: an optimizer-style in-place weight update."""
+    __tracebackhide__ = True
+    params = dict(module.named_parameters())
+
+    def copy() -> None:
+        with torch.no_grad():
+            for name, value in state.items():
+                params[name].copy_(value.to(params[name].device))
+
+    guard(f"{component}: in-place update of {sorted(state)} (no_grad copy_)", copy, "contract")
 
 
 def call(module: nn.Module, x: torch.Tensor, *, component: str = "", grad: bool = False) -> torch.Tensor:

@@ -134,8 +134,10 @@ def swiglu_is_invariant_to_hidden_permutation(impl: Implementation, dtype: DType
 
 @law("SwiGLU")
 @given(data=st.data())
+@S.pinned(S.HIDDEN_PINS)
 def swiglu_tokens_are_independent(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
-    """Token i's output depends only on token i: redrawing every other token moves y_i by at most 2·bound."""
+    """Token i's output depends only on token i: redrawing every other token moves y_i by at most 2·bound
+    (F = 28672 hidden units pinned)."""
     tc = data.draw(S.swiglu_token_cases(dtype), label="case")
     note(tc)
     c = tc.case
@@ -201,9 +203,10 @@ def swiglu_bf16_drift_from_fp32_is_bounded(impl: Implementation, dtype: DType, d
 
 @law("SwiGLU", cost=2)
 @given(data=st.data())
+@example(data=S.GRAD_PINS["SwiGLU, 160 rows"])
 def swiglu_gradients_match_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """The backward pass (dx, dW_gate, dW_up, dW_down for a random cotangent) matches golden.swiglu_vjp within a
-    running-error bound."""
+    running-error bound (the dW sum over every row: pinned at 160 rows, 2½ blocks of 64)."""
     gc = data.draw(S.swiglu_grad_cases(dtype), label="case")
     note(gc)
     c = gc.case
