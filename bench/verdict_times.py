@@ -1,84 +1,62 @@
 """Time to a verdict over the whole catalogue of wrong implementations (the ci profile's promise: ≤ 60 s a law).
 
-    python bench/verdict_times.py                  # every catalogue entry, its component's laws, --workers 2
-    python bench/verdict_times.py --workers 1 mean_subtraction non_causal
+    python bench/verdict_times.py                  # the kill matrix in the ci profile, --workers 2
+    python bench/verdict_times.py --workers 1 --profile dev
 
-For each entry of ``properties.gallery.PITFALLS`` it runs ``nanolm-verify check properties.gallery.NAME
---only COMPONENT --profile ci`` in a fresh process (what a user runs) and reads the JSON report: the slowest
-law's time (a passing or a failing verdict, shrinking included), the designated law's time and verdict, and the
-wall-clock time of the whole check. Prints one line per entry, then the distribution (median, p90, max) of the
-slowest law and how many exceed the 60 s budget. Exit status 1 when a designated law did not fail or a law took
-over the budget.
+Runs the kill matrix (``nanolm-verify pitfalls --markdown``: every catalogue entry against every law of its
+component, in the entry's dtype, plus the reference) in worker processes and reads each law's time to its verdict
+— passing or failing, shrinking included. Prints one line per entry (its slowest law, its designated law's time
+and verdict), then the distribution over all law runs of wrong implementations (median, p90, p99, max) and how
+many exceed the 60 s budget. Exit status 1 when a designated law did not catch its entry or a verdict took over
+the budget.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-from properties.gallery import PITFALLS
+from properties.commands import teach
 
 BUDGET = 60.0  # seconds per law verdict in the ci profile (issue: bounded time to a failing verdict)
 
 
-def one(name: str, workers: int, tmp: Path) -> dict:
-    pitfall = PITFALLS[name]
-    component = pitfall.law.split(".")[0]
-    report = tmp / f"{name}.json"
-    cmd = [sys.executable, "-m", "properties.entry.cli", "check", f"properties.gallery.{name}", "--only", component]
-    cmd += ["--profile", "ci", "--workers", str(workers), "--json", str(report), "-q"]
-    start = time.perf_counter()
-    subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=tmp)
-    wall = time.perf_counter() - start
-    results = json.loads(report.read_text())["results"] if report.exists() else []
-    slowest = max(results, key=lambda r: r["duration"], default=None)
-    designated = [r for r in results if r["law_id"] == pitfall.law and r["dtype"] == pitfall.dtype]
-    status = designated[0]["status"] + (f" ({designated[0]['cause']})" if designated[0].get("cause") else "")
-    return {
-        "name": name,
-        "wall": wall,
-        "slowest": slowest["duration"] if slowest else float("nan"),
-        "slowest_law": f"{slowest['law_id']} {slowest['dtype']}" if slowest else "-",
-        "designated": designated[0]["duration"] if designated else float("nan"),
-        "status": status if designated else "no result",
-        "pending": bool(pitfall.pending),
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("names", nargs="*", help="catalogue entries (default: all)")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--profile", default="ci")
     args = parser.parse_args(argv)
-    names = args.names or list(PITFALLS)
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in names:
-            row = one(name, args.workers, Path(tmp))
-            rows.append(row)
-            print(
-                f"{name:28} wall {row['wall']:6.1f} s  slowest law {row['slowest']:5.1f} s  "
-                f"designated {row['designated']:6.2f} s {row['status']}",
-                flush=True,
-            )
-    slowest = sorted(r["slowest"] for r in rows)
-    over = [r for r in rows if r["slowest"] > BUDGET]
-    missed = [r for r in rows if not r["pending"] and not r["status"].startswith("failed (law)")]
-    p90 = slowest[min(len(slowest) - 1, int(0.9 * len(slowest)))]
+    start = time.perf_counter()
+    km = teach.kill_matrix(args.profile, "cpu", args.workers)
+    wall = time.perf_counter() - start
+    times, over, missed = [], [], []
+    for name, demo in km.demos.items():
+        row = km.rows[name]
+        slowest = max(row.values(), key=lambda r: r.duration)
+        times += [r.duration for r in row.values()]
+        over += [f"{name}: {law} {r.duration:.1f} s" for law, r in row.items() if r.duration > BUDGET]
+        if not demo.ok:
+            missed.append(f"{name}: {demo.outcome}")
+        d = demo.result
+        print(
+            f"{name:30} slowest {slowest.duration:5.1f} s ({slowest.law_id.split('.')[1][:34]}, {slowest.status})"
+            f"  designated {d.duration:6.2f} s {demo.outcome}",
+            flush=True,
+        )
+    times.sort()
+    q = lambda p: times[min(len(times) - 1, int(p * len(times)))]  # noqa: E731
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
-        f"{len(rows)} entries, --workers {args.workers}, load {load:.1f}: slowest law per entry median "
-        f"{statistics.median(slowest):.1f} s, p90 {p90:.1f} s, max {slowest[-1]:.1f} s "
-        f"({max(rows, key=lambda r: r['slowest'])['slowest_law']}); over {BUDGET:g} s: {len(over)}; "
-        f"designated law not failing (cause law): {len(missed)}"
+        f"{len(km.demos)} entries, {len(times)} law runs, --workers {args.workers}, profile {args.profile}, "
+        f"load {load:.1f}, {wall:.0f} s in all: time to a verdict median {statistics.median(times):.2f} s, "
+        f"p90 {q(0.9):.1f} s, p99 {q(0.99):.1f} s, max {times[-1]:.1f} s; over {BUDGET:g} s: {len(over)}; "
+        f"entries not caught as expected: {len(missed)}"
     )
+    for line in over + missed:
+        print("  " + line)
     return 1 if over or missed else 0
 
 
