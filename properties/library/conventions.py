@@ -41,7 +41,9 @@ Any other key is an error (a misspelt declaration must not be silently ignored):
 * where no bound can model it, the failure becomes an *expected, measured* result (:meth:`Conventions.excuse`:
   status "xfailed", the declaration as the reason, the measurement kept): today a fp64 gradcheck of a component
   that declares fp64 computed in a narrower dtype (finite differences need fp64 arithmetic);
-* not honoured (reported only): ``eps_placement`` "outside" is another function, ``dtypes``, ``eps_default``.
+* ``dtypes``: the runner skips the other input dtypes ("dtype not supported", the declaration as reason);
+* not honoured (reported only): ``eps_placement`` "outside" is another function; ``eps_default`` (the suite
+  always passes the contract's eps).
 """
 
 from __future__ import annotations

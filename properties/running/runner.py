@@ -437,6 +437,9 @@ def _skip_reason(law: Law, impl: Implementation, dtype: torch.dtype, device: str
         return f"{law.component} not provided"
     if dtype not in law.dtypes:
         return f"law does not apply to {fmt(dtype).name}"
+    declared = impl.conventions.get(law.component)
+    if declared is not None and not declared.supports(dtype):  # CONVENTIONS[component]["dtypes"]
+        return f"dtype not supported: {law.component} declares dtypes {', '.join(declared.dtypes or ())}"
     if "accelerator" in law.tags and device == "cpu":
         return "compares an accelerator with the CPU: not applicable on the CPU itself"
     return devices.dtype_problem(device, dtype)

@@ -260,3 +260,11 @@ def test_a_complete_module_of_declared_conventions_passes_every_law():
     assert all(
         r.measurements["declared"].startswith("declared compute fp64→fp32") for r in results if r.status == "xfailed"
     )
+
+
+def test_declared_dtypes_skip_the_others_with_the_declaration_as_reason():
+    impl = _subject("RMSNorm", nanolm_core.RMSNorm, {"dtypes": ["fp32", "fp16"]})
+    law = LAWS["RMSNorm.rmsnorm_matches_golden"]
+    skipped = run_law(law, impl, dtype="bf16", profile="ci")
+    assert skipped.status == "skipped" and skipped.message == "dtype not supported: RMSNorm declares dtypes fp32, fp16"
+    assert run_law(law, impl, dtype="fp32", profile="ci").status == "passed"
