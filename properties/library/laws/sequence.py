@@ -88,6 +88,9 @@ def block_every_earlier_token_reaches_the_last(impl: Implementation, dtype: DTyp
     assert_bitwise_equal(y[:, :j], torch.zeros_like(c.x[:, :j]), what=f"out of tokens < {j}", why="causal")
     assert_bitwise_equal(y[1:], torch.zeros_like(c.x[1:]), what="out of the other (all-zero) sequences")
     later = as_f64(y[0, j + 1 :])
+    broken = np.flatnonzero((~np.isfinite(later)).any(axis=-1))  # NaN ≠ 0, but it is no reach: p·v_j is finite
+    if broken.size:
+        fail(f"out[0, {j + 1 + int(broken[0])}] is not finite (exact: p·v_j, finite): {broken.size} later tokens")
     blind = np.flatnonzero((later == 0).any(axis=-1))
     if blind.size:
         t = j + 1 + int(blind[0])
