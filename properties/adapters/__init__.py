@@ -4,18 +4,20 @@ Each adapter module defines the contract's components it can honestly provide (`
 ``Block``) with exactly the contract's parameter names, and may define:
 
 ``SKIP_REASON``  a string when the adapter cannot run here at all (missing package, no CUDA).
-``CONVENTIONS``  ``{component: {key: value}}`` describing *how* the component computes. Keys (all optional,
-                 free text unless stated; ``properties.compare`` prints them beside the measurements):
+``CONVENTIONS``  ``{component: {key: value}}`` describing *how* the component computes, validated by
+                 ``properties.library.conventions`` (the typed declarations and what they mean) and *honoured* by
+                 the laws: a numeric declaration goes into every bound, so the adapter is judged at the precision
+                 it declares (``docs/adapters.md``, "Declaring your conventions"). Typed keys, e.g.:
 
-    formula         the function in the contract's symbols, e.g. ``y = x · rsqrt(mean(x²) + eps) · w``
-    rounding        where results are rounded to the storage dtype, e.g. "two roundings: fl(fl(x·r)·w)"
-    compute_dtype   precision of the arithmetic per input dtype, e.g. "fp32 for every input (fp64 downcast)"
-    eps_default     float: the library's default eps (the adapter always passes the contract's eps)
-    eps_placement   "inside the square root" | "outside"
-    weight_offset   float: the library stores w − offset and computes (offset + stored); 0 for none
-    weight_mapping  how the contract's ``weight`` becomes the library's parameter, with its rounding
-    attention, rope attention kernel / mask and RoPE variant (Block)
-    source          the third-party class or function that does the arithmetic
+    compute_dtype   the arithmetic's dtype per input dtype: "fp32" for every input, or {"fp64": "fp32"}
+    eps_dtype, accumulation_dtype, flush_subnormals, roundings, reduction, dtypes, eps_default, eps_placement
+    weight_offset   float: the gain is formed as offset + (w − offset) (Gemma's 1 + w); the module's ``weight``
+                    is still the contract's gain w
+    rope_layout     the layout of W_q/W_k rows the Block expects: "rotate-half", or "interleaved" (the suite
+                    then hands it the rows permuted by ``kit.permute_rope``)
+
+                 and free-text descriptions printed beside the measurements: ``formula``, ``rounding``,
+                 ``compute``, ``weight_mapping``, ``attention``, ``rope``, ``backward``, ``source``, ``notes``.
 
 Wrapping technique: the library's module is built once on the ``meta`` device (no memory, never registered
 as a submodule, so it adds nothing to ``state_dict``) and run with ``torch.func.functional_call`` on the

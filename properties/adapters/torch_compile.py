@@ -42,8 +42,10 @@ CONVENTIONS = {
     "RMSNorm": {
         "formula": "y = x · rsqrt(mean(x²) + eps) · w",
         "rounding": "one rounding: x·r·w computed in fp32 (fp64 for fp64) in one fused kernel, rounded once",
-        "compute_dtype": "fp32 for fp16/bf16/fp32 input, fp64 for fp64",
-        "reduction": "inductor: Σx² in vector lanes, each sequential over D/L, lanes combined at the end",
+        "compute": "fp32 for fp16/bf16/fp32 input, fp64 for fp64 (the reference's)",
+        "compute_dtype": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp32", "bf16": "fp32"},
+        "reduction": "blocked",
+        "notes": "inductor: Σx² in vector lanes, each sequential over D/L, lanes combined at the end",
         "eps_default": 1e-6,
         "eps_placement": "inside the square root",
         "weight_offset": 0.0,
@@ -52,13 +54,15 @@ CONVENTIONS = {
     "SwiGLU": {
         "formula": "y = W_down (silu(W_gate x) ⊙ W_up x)",
         "rounding": "GEMMs round to the module dtype; silu(g)·u fused in fp32 opmath, rounded once",
-        "compute_dtype": "module dtype (matmuls accumulate in fp32 for 16-bit dtypes)",
+        "compute": "module dtype (matmuls accumulate in fp32 for 16-bit dtypes)",
+        "compute_dtype": "input",
         "source": "torch.compile(dynamic=True) of the nanolm_core.SwiGLU maths (inductor; GEMMs as extern kernels)",
     },
     "Block": {
         "formula": "h = x + attn(attn_norm(x)); out = h + ffn(ffn_norm(h))",
         "rounding": "as the reference (projections in module dtype; RoPE, scores, softmax, p·v in fp32), fused",
-        "compute_dtype": "module dtype, fp32 (fp64) for RoPE/softmax",
+        "compute": "module dtype, fp32 (fp64) for RoPE/softmax",
+        "compute_dtype": "input",
         "attention": "the reference's causal GQA maths; RoPE application, scores, softmax and p·v compiled (no SDPA); "
         "projections ATen GEMMs, RoPE tables from nanolm_core.rope_cos_sin",
         "rope": "rotate-half, nanolm_core.attention.rope_cos_sin / apply_rope",

@@ -56,7 +56,7 @@ CONVENTIONS = {
         "rounding": "projections and SDPA in the module dtype; RoPE in fp32 rounded to the module dtype",
         "compute": "module dtype; fp32 for RoPE and the norms (fp64 input too)",
         "compute_dtype": {"fp64": "fp32"},
-        "rope_layout": "interleaved",
+        "rope_layout": "rotate-half",  # as the suite sees the adapter: it permutes W_q, W_k itself
         "rope": "interleaved pairs (2j, 2j+1), RotaryPositionalEmbeddings(base = rope_theta), fp32 cache; the adapter "
         "permutes W_q and W_k rows per head (kit.permute_rope) so the result is the contract's rotate-half attention",
         "attention": "MultiHeadAttention: F.scaled_dot_product_attention(is_causal=True), kv heads expanded",

@@ -91,11 +91,6 @@ def cell_text(r: LawResult | None) -> str:
     return _MARK[r.status]
 
 
-def _law_name(law_id: str, width: int) -> str:
-    name = law_id.split(".", 1)[-1]
-    return name if len(name) <= width else name[: width - 1] + "…"
-
-
 def format_table(results: Sequence[LawResult], width: int = WIDTH) -> str:
     """Law × dtype cells under one heading per component, one block per device; every line ≤ ``width``."""
     devices = list(dict.fromkeys(r.device for r in results))
@@ -117,7 +112,11 @@ def format_table(results: Sequence[LawResult], width: int = WIDTH) -> str:
                 lines.append(comp)
                 component = comp
             row = "".join(f" {cell_text(index.get((law_id, device, dt))):>{_CELL}}" for dt in dtypes)
-            lines.append(f"  {_law_name(law_id, name_w):{name_w}}{row}")
+            name = law_id.split(".", 1)[-1]
+            if len(name) > name_w:  # a name longer than its column: on a line of its own, the cells below it
+                lines.append(f"  {name}"[:width])
+                name = ""
+            lines.append(f"  {name:{name_w}}{row}")
     return "\n".join(lines)
 
 

@@ -25,11 +25,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from golden.formats import fmt
+from properties.commands import arguments
 from properties.commands.helptext import Formatter
 from properties.gallery import KINDS, PITFALLS, Pitfall
 from properties.running import profiles
 from properties.running.loading import load
-from properties.running.runner import LAWS, run_law
+from properties.running.runner import LAWS, LawResult, Task, UsageError
+from properties.running.workers import Pool, default_memory_limit, default_workers
 
 __all__ = [
     "Demo",
@@ -79,16 +81,51 @@ class Demo:
         return f"{r.status} (cause {r.cause})" if r.status == "failed" else r.status
 
 
+REFERENCE = "nanolm_core"
+
+
+def _task(law: Any, dtype: Any, device: str, profile: str, seed: int | None, impl: str = REFERENCE) -> Task:
+    return Task(law.id, law.component, fmt(dtype).name, device, profile, seed, law.summary, impl=impl)
+
+
+def run_tasks(tasks: list[Task], workers: int | None = None) -> list[LawResult]:
+    """Run tasks that each name their implementation: in this process (``workers`` None), or spread over that
+    many worker processes (one pool: each worker loads an implementation the first time a task names it)."""
+    if workers is None:
+        return [t.run(load(t.impl or REFERENCE)) for t in tasks]
+    timeout = max(profiles.get(t.profile).timeout for t in tasks)
+    with Pool(REFERENCE, workers=workers, timeout=timeout, memory_limit=default_memory_limit(workers)) as pool:
+        results = pool.run(tasks)
+    if any(r is None for r in results):
+        raise KeyboardInterrupt  # the run was interrupted: no partial gallery
+    return results  # type: ignore[return-value]
+
+
+def demonstrate_all(
+    pitfalls: list[Pitfall],
+    *,
+    profile: str = "ci",
+    seed: int | None = None,
+    device: str = "cpu",
+    reference: bool = False,
+    workers: int | None = None,
+) -> list[Demo]:
+    """Run each pitfall's law against its wrong implementation (and optionally against the reference)."""
+    tasks = []
+    for p in pitfalls:
+        law = LAWS[p.law]
+        tasks.append(_task(law, p.torch_dtype, device, profile, seed, p.module))
+        if reference:
+            tasks.append(_task(law, p.torch_dtype, device, profile, seed))
+    results = iter(run_tasks(tasks, workers))
+    return [Demo(p, next(results), next(results) if reference else None) for p in pitfalls]
+
+
 def demonstrate_pitfall(
     pitfall: Pitfall, *, profile: str = "ci", seed: int | None = None, device: str = "cpu", reference: bool = False
 ) -> Demo:
-    """Run ``pitfall.law`` against its wrong implementation (and optionally against the reference)."""
-    law = LAWS[pitfall.law]
-    result = run_law(law, load(pitfall.module), dtype=pitfall.torch_dtype, device=device, profile=profile, seed=seed)
-    ref = None
-    if reference:
-        ref = run_law(law, load("nanolm_core"), dtype=pitfall.torch_dtype, device=device, profile=profile, seed=seed)
-    return Demo(pitfall, result, ref)
+    """Run ``pitfall.law`` against its wrong implementation (and optionally against the reference), in process."""
+    return demonstrate_all([pitfall], profile=profile, seed=seed, device=device, reference=reference)[0]
 
 
 def demonstrate(
@@ -345,32 +382,36 @@ def _dtype_for(law: Any, preferred: Any) -> Any:
     return wanted if wanted in law.dtypes else law.dtypes[0]
 
 
-def kill_matrix(profile: str = "ci", device: str = "cpu") -> KillMatrix:
+def kill_matrix(profile: str = "ci", device: str = "cpu", workers: int | None = None) -> KillMatrix:
     """Run the catalogue: each entry's designated law (and the reference on it), then every other law of its
-    component in the entry's dtype where the law applies (else the law's first dtype)."""
-    ref_impl, ref_runs = load("nanolm_core"), {}
+    component in the entry's dtype where the law applies (else the law's first dtype); ``workers``: see
+    ``run_tasks``."""
+    keys: dict[tuple[str, str, str], int] = {}  # (implementation, law id, dtype) → task index
+    tasks: list[Task] = []
 
-    def on_reference(law: Any, dtype: Any) -> Any:
-        key = (law.id, fmt(dtype).name)
-        if key not in ref_runs:
-            ref_runs[key] = run_law(law, ref_impl, dtype=dtype, device=device, profile=profile)
-        return ref_runs[key]
+    def want(impl: str, law: Any, dtype: Any) -> tuple[str, str, str]:
+        key = (impl, law.id, fmt(dtype).name)
+        if key not in keys:
+            keys[key] = len(tasks)
+            tasks.append(_task(law, dtype, device, profile, None, impl))
+        return key
 
-    demos, rows = {}, {}
+    plan: dict[str, tuple[Any, Any, dict[str, Any]]] = {}
     for name, p in PITFALLS.items():
-        demo = demonstrate_pitfall(p, profile=profile, device=device)
-        demo.reference = on_reference(LAWS[p.law], p.torch_dtype)
-        impl = load(p.module)
-        demos[name], rows[name] = demo, {}
-        for law_id, law in LAWS.items():
-            if law.component == p.component:
-                dtype = _dtype_for(law, p.dtype)
-                same = law_id == p.law and dtype == p.torch_dtype
-                rows[name][law_id] = (
-                    demo.result if same else run_law(law, impl, dtype=dtype, device=device, profile=profile)
-                )
-    reference = {law_id: on_reference(law, _dtype_for(law, "fp32")) for law_id, law in LAWS.items()}
-    return KillMatrix(profile, demos, rows, reference)
+        designated = want(p.module, LAWS[p.law], p.torch_dtype)
+        on_ref = want(REFERENCE, LAWS[p.law], p.torch_dtype)
+        row = {
+            law_id: want(p.module, law, _dtype_for(law, p.dtype))
+            for law_id, law in LAWS.items()
+            if law.component == p.component
+        }
+        plan[name] = (designated, on_ref, row)
+    ref_keys = {law_id: want(REFERENCE, law, _dtype_for(law, "fp32")) for law_id, law in LAWS.items()}
+    results = run_tasks(tasks, workers)
+    got = {key: results[i] for key, i in keys.items()}
+    demos = {name: Demo(PITFALLS[name], got[d], got[r]) for name, (d, r, _) in plan.items()}
+    rows = {name: {law_id: got[k] for law_id, k in row.items()} for name, (_, _, row) in plan.items()}
+    return KillMatrix(profile, demos, rows, {law_id: got[k] for law_id, k in ref_keys.items()})
 
 
 _NOT_THE_LAW = {"contract": "C", "crash": "X", "timeout": "T"}
@@ -551,8 +592,13 @@ def _run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     args.profile = profiles.resolve(args.profile).name  # one default profile for every subcommand
     if args.list:
         return _list(width, out)
+    try:
+        workers = arguments.positive(args.workers if args.workers is not None else default_workers(), "--workers", int)
+    except UsageError as exc:
+        print(f"nanolm-verify pitfalls: error: {exc}", file=sys.stderr)
+        return 2
     if args.markdown:
-        km = kill_matrix(args.profile, args.device)
+        km = kill_matrix(args.profile, args.device, workers)
         Path(args.markdown).write_text(render_markdown(km), encoding="utf-8")
         print(f"wrote {args.markdown}", file=out)
         return 0 if km.ok else 1
@@ -565,10 +611,10 @@ def _run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    demos = []
-    for i, name in enumerate(names, 1):
-        demo = demonstrate(name, profile=args.profile, seed=args.seed, device=args.device, reference=args.reference)
-        demos.append(demo)
+    pitfalls = [PITFALLS[n] for n in names]
+    options = dict(profile=args.profile, seed=args.seed, device=args.device, reference=args.reference)
+    demos = demonstrate_all(pitfalls, **options, workers=workers)
+    for i, demo in enumerate(demos, 1):
         print("\n".join(render_demo(demo, i, len(names), width)), file=out, flush=True)
     print("\n".join(_summary(demos, width)), file=out)
     return 0 if all(d.ok for d in demos) else 1
@@ -602,6 +648,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--seed", type=int, default=None, help="seed for non-derandomized profiles")
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     parser.add_argument("--reference", action="store_true", help="also run each law on nanolm_core (must pass)")
+    parser.add_argument(
+        "--workers", type=int, default=None, help="worker processes (default: one per CPU, capped by memory)"
+    )
     parser.add_argument("--markdown", metavar="PATH", help="run the full kill matrix and write it as Markdown")
     parser.add_argument("--width", type=int, default=DEFAULT_WIDTH, help="wrap the text to this many columns (80)")
     parser.set_defaults(func=_run)

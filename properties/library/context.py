@@ -27,6 +27,8 @@ from typing import Any
 import torch
 
 from golden.formats import fmt
+from properties.library.conventions import Conventions
+from properties.numerics import bounds
 
 __all__ = [
     "CAUSES",
@@ -129,6 +131,7 @@ class LawContext:
     seed: int | None
     repro: str  # one command line that reproduces this run
     recorder: Recorder = dataclasses.field(default_factory=Recorder)
+    conventions: Conventions | None = None  # what the component declares: the bounds honour it (open_context)
 
     @property
     def dtype_name(self) -> str:
@@ -154,10 +157,12 @@ def current() -> LawContext | None:
 
 @contextlib.contextmanager
 def open_context(ctx: LawContext) -> Iterator[LawContext]:
-    """Make ``ctx`` the current run for the duration of the block."""
+    """Make ``ctx`` the current run for the duration of the block; every bound computed inside honours the
+    component's declared arithmetic (``Conventions.arithmetic``, ``bounds.declared``)."""
     token = _CONTEXT.set(ctx)
     try:
-        yield ctx
+        with bounds.declared(ctx.conventions.arithmetic() if ctx.conventions is not None else None):
+            yield ctx
     finally:
         _CONTEXT.reset(token)
 

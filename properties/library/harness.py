@@ -17,13 +17,14 @@ from hypothesis import event
 from torch import nn
 from torch.autograd.gradcheck import GradcheckError
 
-from properties.adapters.kit import DtypeNotSupported
+from properties.adapters.kit import DtypeNotSupported, permute_rope
 from properties.library import context, state
 from properties.library.assertions import assert_output_contract, fail
 from properties.library.context import NotApplicable, StubNotImplemented
 from properties.library.subject import Implementation
 
 __all__ = [
+    "RopeLayout",
     "backward",
     "block_forward",
     "build",
@@ -33,8 +34,10 @@ __all__ = [
     "call",
     "gradcheck",
     "note",
+    "reload",
     "rmsnorm_forward",
     "swiglu_forward",
+    "update_in_place",
 ]
 
 
@@ -64,6 +67,20 @@ def guard(step: str, fn: Callable[[], Any], cause: str) -> Any:
     return out
 
 
+def construct(
+    impl: Implementation, component: str, args: tuple[Any, ...], kwargs: dict[str, Any], dtype: torch.dtype, device: str
+) -> nn.Module:
+    """``component(*args, **kwargs)`` moved to (device, dtype), nothing loaded (NotProvided → skipped)."""
+    __tracebackhide__ = True
+    factory = impl.factory(component)  # NotProvided → skipped by the runner
+    sig = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+    module = guard(f"{component}({sig})", lambda: factory(*args, **kwargs), "contract")
+    if not isinstance(module, nn.Module):
+        fail(f"{component}({sig}) returned {type(module).__name__}, not a torch.nn.Module", "contract")
+    step = f"{component}.to(device={device!r}, dtype={dtype})"
+    return guard(step, lambda: module.to(device=device, dtype=dtype), "contract")
+
+
 def build(
     impl: Implementation,
     component: str,
@@ -75,13 +92,7 @@ def build(
 ) -> nn.Module:
     """Construct ``component(*args, **kwargs)``, move it to (device, dtype), load ``state`` strictly."""
     __tracebackhide__ = True
-    factory = impl.factory(component)  # NotProvided → skipped by the runner
-    sig = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-    module = guard(f"{component}({sig})", lambda: factory(*args, **kwargs), "contract")
-    if not isinstance(module, nn.Module):
-        fail(f"{component}({sig}) returned {type(module).__name__}, not a torch.nn.Module", "contract")
-    step = f"{component}.to(device={device!r}, dtype={dtype})"
-    module = guard(step, lambda: module.to(device=device, dtype=dtype), "contract")
+    module = construct(impl, component, args, kwargs, dtype, device)
     state = {k: v.to(device=device, dtype=dtype) for k, v in state.items()}
     step = f"{component}.load_state_dict(strict=True) with keys {sorted(state)}"
     guard(step, lambda: module.load_state_dict(state, strict=True), "contract")
@@ -102,8 +113,54 @@ def build_swiglu(impl: Implementation, params: dict[str, torch.Tensor], dtype: t
 def build_block(
     impl: Implementation, config: Any, params: dict[str, torch.Tensor], dtype: torch.dtype, device: str
 ) -> nn.Module:
-    """Block(config) with the contract's state_dict loaded."""
-    return build(impl, "Block", (config,), {}, params, dtype, device)
+    """Block(config) with the contract's state_dict loaded (seen through :class:`RopeLayout` when the Block
+    declares ``rope_layout: "interleaved"``)."""
+    module = build(impl, "Block", (config,), {}, params, dtype, device)
+    declared = impl.conventions["Block"].rope_layout
+    return RopeLayout(module, config) if declared == "interleaved" else module
+
+
+class RopeLayout(nn.Module):
+    """A Block that declares the interleaved RoPE layout, as the contract sees it: the same submodules and
+    parameters under the same names (the contract's rotate-half rows, as loaded), and a forward that hands the
+    Block W_q and W_k with each head's rows permuted to the interleaved layout (``kit.permute_rope``, through
+    ``torch.func.functional_call``: differentiable, nothing is modified). q·kᵀ is invariant under one
+    permutation of q's and k's features, so a correct interleaved Block computes the contract's function."""
+
+    def __init__(self, block: nn.Module, config: Any) -> None:
+        super().__init__()
+        object.__setattr__(self, "_block", block)  # not a child: the parameter names stay the contract's
+        self._modules, self._parameters, self._buffers = block._modules, block._parameters, block._buffers
+        self.heads = {"attn.wq.weight": config.n_heads, "attn.wk.weight": config.n_kv_heads}
+        self.training = block.training
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = {}
+        for name, n in self.heads.items():  # by attribute: under functional_call a weight is a plain tensor
+            owner, attr = name.rsplit(".", 1)
+            rows[name] = permute_rope(getattr(self.get_submodule(owner), attr), n)
+        return torch.func.functional_call(self._block, rows, (x,))
+
+
+def reload(module: nn.Module, state: dict[str, torch.Tensor], dtype: torch.dtype, device: str, component: str) -> None:
+    """``module.load_state_dict(state, strict=True)`` on a module already built and called (new weights)."""
+    __tracebackhide__ = True
+    state = {k: v.to(device=device, dtype=dtype) for k, v in state.items()}
+    step = f"{component}.load_state_dict(strict=True) on a module already called, keys {sorted(state)}"
+    guard(step, lambda: module.load_state_dict(state, strict=True), "contract")
+
+
+def update_in_place(module: nn.Module, state: dict[str, torch.Tensor], component: str) -> None:
+    """``with torch.no_grad(): p.copy_(v)`` for each named parameter: an optimizer-style in-place weight update."""
+    __tracebackhide__ = True
+    params = dict(module.named_parameters())
+
+    def copy() -> None:
+        with torch.no_grad():
+            for name, value in state.items():
+                params[name].copy_(value.to(params[name].device))
+
+    guard(f"{component}: in-place update of {sorted(state)} (no_grad copy_)", copy, "contract")
 
 
 def call(module: nn.Module, x: torch.Tensor, *, component: str = "", grad: bool = False) -> torch.Tensor:
@@ -142,37 +199,59 @@ def note(case: Any) -> None:
             event(f"{key}: {info[key]}")
 
 
-def _checked(y: torch.Tensor, x: torch.Tensor, dtype: torch.dtype, device: str, component: str) -> torch.Tensor:
+def _checked(y: torch.Tensor, x: torch.Tensor, dtype: torch.dtype, device: str, component: str, cause: str):
     __tracebackhide__ = True
-    assert_output_contract(y, shape=tuple(x.shape), dtype=dtype, device=device, what=f"{component} output")
+    what = f"{component} output"
+    assert_output_contract(y, shape=tuple(x.shape), dtype=dtype, device=device, what=what, cause=cause)
     return y
 
 
 def rmsnorm_forward(
-    impl: Implementation, x: torch.Tensor, weight: torch.Tensor, eps: float, dtype: torch.dtype, device: str
+    impl: Implementation,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    dtype: torch.dtype,
+    device: str,
+    *,
+    output_cause: str = "contract",
 ) -> torch.Tensor:
-    """y = impl.RMSNorm(D, eps)(x) with ``weight`` loaded; y must keep x's shape, dtype and device."""
+    """y = impl.RMSNorm(D, eps)(x) with ``weight`` loaded; y must keep x's shape, dtype and device (a contract
+    failure, or ``output_cause`` for the law about exactly that)."""
     __tracebackhide__ = True
     y = call(build_rmsnorm(impl, weight, eps, dtype, device), x.to(device), component="RMSNorm")
-    return _checked(y, x, dtype, device, "RMSNorm")
+    return _checked(y, x, dtype, device, "RMSNorm", output_cause)
 
 
 def swiglu_forward(
-    impl: Implementation, x: torch.Tensor, params: dict[str, torch.Tensor], dtype: torch.dtype, device: str
+    impl: Implementation,
+    x: torch.Tensor,
+    params: dict[str, torch.Tensor],
+    dtype: torch.dtype,
+    device: str,
+    *,
+    output_cause: str = "contract",
 ) -> torch.Tensor:
     """y = impl.SwiGLU(D, F)(x) with ``params`` loaded; y must keep x's shape, dtype and device."""
     __tracebackhide__ = True
     y = call(build_swiglu(impl, params, dtype, device), x.to(device), component="SwiGLU")
-    return _checked(y, x, dtype, device, "SwiGLU")
+    return _checked(y, x, dtype, device, "SwiGLU", output_cause)
 
 
 def block_forward(
-    impl: Implementation, x: torch.Tensor, config: Any, params: dict[str, torch.Tensor], dtype: torch.dtype, device: str
+    impl: Implementation,
+    x: torch.Tensor,
+    config: Any,
+    params: dict[str, torch.Tensor],
+    dtype: torch.dtype,
+    device: str,
+    *,
+    output_cause: str = "contract",
 ) -> torch.Tensor:
     """y = impl.Block(config)(x) with ``params`` loaded; y must keep x's shape, dtype and device."""
     __tracebackhide__ = True
     y = call(build_block(impl, config, params, dtype, device), x.to(device), component="Block")
-    return _checked(y, x, dtype, device, "Block")
+    return _checked(y, x, dtype, device, "Block", output_cause)
 
 
 def gradcheck(fn: Callable[..., torch.Tensor], inputs: tuple[torch.Tensor, ...], *, component: str) -> None:

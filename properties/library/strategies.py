@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import torch
+from hypothesis import example
 from hypothesis import strategies as st
 
 from golden.formats import fmt
@@ -26,15 +27,25 @@ from properties.library.table import ALL_DTYPES
 
 __all__ = [
     "BLOCK_PINS",
+    "CAUSAL_PINS",
     "ELEMENTWISE_MAX_D",
     "FAST_DIMS",
     "GAMMA_KINDS",
+    "GRAD_PINS",
+    "HIDDEN_PINS",
+    "LAYOUTS",
+    "LONG_T",
+    "MANY_ROWS",
+    "MODEL_HIDDEN",
+    "MODEL_WIDTHS",
     "RMSNORM_PINS",
     "ROW_KINDS",
     "ROW_PINS",
     "SLOW_DIMS",
     "SWIGLU_PINS",
     "SWIGLU_ROW_KINDS",
+    "WIDTH_PINS",
+    "WIDTH_ROW_PINS",
     "BlockCase",
     "CausalCase",
     "Gamma",
@@ -47,6 +58,7 @@ __all__ = [
     "SwiGLUCase",
     "TokenCase",
     "all_finite_values",
+    "as_layout",
     "batch_shapes",
     "block_cases",
     "block_params",
@@ -60,6 +72,8 @@ __all__ = [
     "fixed_config",
     "gammas",
     "linear_weight",
+    "long_block_case",
+    "pinned",
     "rmsnorm_cases",
     "rmsnorm_grad_cases",
     "row_cases",
@@ -69,6 +83,7 @@ __all__ = [
     "swiglu_grad_cases",
     "swiglu_token_cases",
     "to_dtype_exact",
+    "weight_as_layout",
 ]
 
 # Feature dims: 1 (degenerate), odd and prime sizes (no power-of-two blocking hides a bug), a few powers of two.
@@ -736,3 +751,160 @@ def _gqa_block(dtype: torch.dtype) -> BlockCase:
 BLOCK_PINS = {
     "GQA H=4 G=2": Pin("GQA H=4 G=2", _gqa_block),
 }
+
+
+# ---------------------------------------------------------------------------------------------- memory layout
+
+# Views a real caller hands a kernel (the values are the tensor's; only strides, offset and storage differ):
+#   transposed   every stride reversed (the storage is the transposed contiguous tensor: the last dim strided)
+#   fused_slice  a slice of a fused buffer (…, 3·D) such as a qkv or gate/up projection: row pitch 3·D, offset D;
+#                the rest of the buffer holds NaN, so a kernel that reads outside the view sees NaN
+#   expanded     the first row broadcast over the leading dims (stride 0): every row shares one storage row
+#   offset       contiguous strides at a storage offset > 0 (a row-slice of a larger buffer, NaN before it)
+#   strided      every other row of a buffer twice as long (row pitch 2·D, NaN rows between)
+LAYOUTS = ("transposed", "fused_slice", "expanded", "offset", "strided")
+
+
+def as_layout(x: torch.Tensor, layout: str) -> torch.Tensor:
+    """A view of ``layout`` (LAYOUTS) holding x's values (for "expanded": its first row, broadcast), on x's device."""
+    D, lead = x.shape[-1], tuple(x.shape[:-1])
+    rows = x.reshape(-1, D)
+    nan = float("nan")
+    if layout == "transposed":
+        dims = tuple(range(x.dim() - 1, -1, -1))
+        return x.permute(dims).contiguous().permute(dims)
+    if layout == "fused_slice":
+        buf = torch.full((*lead, 3 * D), nan, dtype=x.dtype, device=x.device)
+        buf[..., D : 2 * D] = x
+        return buf[..., D : 2 * D]
+    if layout == "expanded":
+        return rows[:1].clone().reshape(*(1,) * len(lead), D).expand(*lead, D)
+    if layout == "offset":
+        buf = torch.full((rows.shape[0] + 1, D), nan, dtype=x.dtype, device=x.device)
+        buf[1:] = rows
+        return buf[1:].view(*lead, D)
+    if layout == "strided":
+        buf = torch.full((2 * rows.shape[0], D), nan, dtype=x.dtype, device=x.device)
+        buf[::2] = rows
+        return buf[::2].reshape(*lead, D) if len(lead) <= 1 else buf.view(*lead[:-1], 2 * lead[-1], D)[..., ::2, :]
+    raise ValueError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
+
+
+def weight_as_layout(w: torch.Tensor, layout: str) -> torch.Tensor:
+    """A 1-D or 2-D weight as a view: transposed storage, a slice of a fused (stacked) buffer, or at an offset."""
+    if layout == "transposed" and w.dim() == 2:
+        return w.t().contiguous().t()
+    if layout in ("fused_slice", "offset", "strided"):
+        buf = torch.full((2 * w.shape[0], *w.shape[1:]), float("nan"), dtype=w.dtype, device=w.device)
+        buf[w.shape[0] :] = w  # the second half of a stacked [other; w] buffer (gate_up fused), offset > 0
+        return buf[w.shape[0] :]
+    return w
+
+
+# ---------------------------------------------------------------------------------------------- long sequences
+
+LONG_T = 1024  # the stored corpus checks RoPE against golden at T = 1024 (golden/data/block.json); the laws here
+# reach it with bitwise / non-finite criteria that need no golden value
+
+
+def long_block_case(dtype: torch.dtype, T: int = LONG_T) -> BlockCase:
+    """A Block case at a long sequence: H = 2 query heads on G = 1 kv head, K = 8, F = 32, T tokens, seeded
+    (narrow on purpose: the attention matrix grows as H·T²)."""
+    config = fixed_config(H=2, G=1, K=8, F=32, max_seq_len=T)
+    x = torch.from_numpy(np.random.default_rng(T).standard_normal((1, T, config.dim))).to(dtype)
+    return BlockCase(config, x, block_params(config, dtype, seed=T + 1), 1.0, 1.0)
+
+
+def _long_causal(dtype: torch.dtype) -> CausalCase:
+    case = long_block_case(dtype)
+    t = 700  # past every power-of-two block boundary up to 512
+    other = case.x.clone()
+    other[:, t:] = torch.from_numpy(np.random.default_rng(3).standard_normal(other[:, t:].shape)).to(dtype)
+    return CausalCase(case, t, other)
+
+
+CAUSAL_PINS = {"T=1024, t=700": Pin("T=1024, t=700", _long_causal)}
+
+
+# ---------------------------------------------------------------------------------------------- many rows
+
+MANY_ROWS = 160  # 2½ row blocks of 64: a reduction over rows that stops after a block, or drops a partial one, shows
+
+
+def _many_rows_rmsnorm(dtype: torch.dtype) -> GradCase:
+    rng = np.random.default_rng(MANY_ROWS)
+    D = 16
+    x = torch.from_numpy(rng.standard_normal((2, MANY_ROWS // 2, D)) + 0.5).to(dtype)
+    w = torch.from_numpy(rng.uniform(0.5, 1.5, D) * rng.choice((-1.0, 1.0), D)).to(dtype)
+    case = RMSNormCase(x, w, 1e-6, ("mean_shifted",) * MANY_ROWS, "random_signed")
+    return GradCase(case, cotangent(tuple(x.shape), dtype, MANY_ROWS))
+
+
+def _many_rows_swiglu(dtype: torch.dtype) -> GradCase:
+    D, F = 16, 40
+    x = torch.from_numpy(np.random.default_rng(MANY_ROWS).standard_normal((MANY_ROWS, D))).to(dtype)
+    w = [linear_weight(o, i, dtype, MANY_ROWS + k) for k, (o, i) in enumerate(((F, D), (F, D), (D, F)))]
+    case = SwiGLUCase(x, *w, 1.0, ("normal",) * MANY_ROWS)
+    return GradCase(case, cotangent(tuple(x.shape), dtype, MANY_ROWS))
+
+
+GRAD_PINS = {
+    "RMSNorm, 160 rows": Pin("RMSNorm, 160 rows", _many_rows_rmsnorm),
+    "SwiGLU, 160 rows": Pin("SwiGLU, 160 rows", _many_rows_swiglu),
+}
+
+
+# ---------------------------------------------------------------------------------------------- model sizes
+
+MODEL_WIDTHS = (2048, 4096, 5120, 8192, 16384)  # Llama-7B / Llama-13B / Llama-65B-class widths, beyond FAST_DIMS
+MODEL_HIDDEN = 28672  # the FFN width of Llama-3-70B
+
+
+def _wide_case(D: int) -> Callable[[torch.dtype], RMSNormCase]:
+    """Three rows of width D: non-zero mean, all 0.7 (correlated rounding errors), one outlier; γ of both signs."""
+
+    def build(dtype: torch.dtype) -> RMSNormCase:
+        rng = np.random.default_rng(D)
+        x = np.stack([rng.standard_normal(D) + 0.5, np.full(D, 0.7), rng.standard_normal(D) / 8])
+        x[2, D // 3] = 3.5
+        w = rng.uniform(0.5, 1.5, D) * rng.choice((-1.0, 1.0), D)
+        t = torch.from_numpy
+        return RMSNormCase(t(x).to(dtype), t(w).to(dtype), 1e-6, ("mean_shifted", "constant", "outlier"), "random")
+
+    return build
+
+
+def _wide_row_case_at(D: int) -> Callable[[torch.dtype], RowCase]:
+    def build(dtype: torch.dtype) -> RowCase:
+        case = _wide_case(D)(dtype)
+        return RowCase(case, 0, case.x.flip(0).contiguous())
+
+    return build
+
+
+def _wide_swiglu_tokens(dtype: torch.dtype) -> TokenCase:
+    """Three tokens of D = 16 through F = 28672 hidden units (seeded); token 1 kept, 0 and 2 redrawn.
+    (D small on purpose: the regime is F; the bound's cost grows as D·F.)"""
+    D, F = 16, MODEL_HIDDEN
+    rng = np.random.default_rng(F)
+    x = torch.from_numpy(rng.standard_normal((3, D))).to(dtype)
+    w = [linear_weight(o, i, dtype, F + k) for k, (o, i) in enumerate(((F, D), (F, D), (D, F)))]
+    other = torch.from_numpy(rng.standard_normal((3, D))).to(dtype)
+    other[1] = x[1]
+    return TokenCase(SwiGLUCase(x, *w, 1.0, ("normal",) * 3), 1, other)
+
+
+WIDTH_PINS = {f"D={D}": Pin(f"D={D}, 3 rows", _wide_case(D)) for D in MODEL_WIDTHS}
+WIDTH_ROW_PINS = {f"D={D}": Pin(f"D={D}, 3 rows, k=1", _wide_row_case_at(D)) for D in MODEL_WIDTHS}
+HIDDEN_PINS = {f"F={MODEL_HIDDEN}": Pin(f"D=16, F={MODEL_HIDDEN}, 3 tokens", _wide_swiglu_tokens)}
+
+
+def pinned(pins: dict[str, Pin]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``@example(data=pin)`` for every pin of ``pins``, in order."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        for pin in reversed(list(pins.values())):
+            func = example(data=pin)(func)
+        return func
+
+    return decorate

@@ -51,9 +51,11 @@ bound holds. :func:`order_class`.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -64,6 +66,7 @@ from properties.numerics import ulp as _ulp
 
 __all__ = [
     "LAMBDA",
+    "Arithmetic",
     "Bound",
     "accuracy_class",
     "attention",
@@ -72,6 +75,8 @@ __all__ = [
     "block_depth_ratio",
     "block_vjp",
     "compute_dtype",
+    "declared",
+    "declared_arithmetic",
     "gamma",
     "order_class",
     "reduction_roundings",
@@ -165,22 +170,94 @@ def reduction_roundings(n: int, order: str, per_term: int = 0) -> int:
     return depth + per_term
 
 
+# ------------------------------------------------------------------------------ declared arithmetic
+@dataclasses.dataclass(frozen=True)
+class Arithmetic:
+    """How an implementation *declares* it computes, in the terms of the bounds (empty: the contract's accepted
+    conventions, and every bound is exactly the undeclared one). Made from a declaration by
+    ``properties.library.conventions.Conventions.arithmetic``; set for a law run by :func:`declared`.
+
+    ``compute``       {storage dtype: compute dtype}: c for those storage dtypes (else :func:`compute_dtype`'s
+                      default). A c that cannot hold every value of t (fp32 for fp64 storage) is *demoted*: inputs
+                      and weights entering c are rounded to it (u_c, half a subnormal spacing of c, overflow of c:
+                      not judged), every operation may run in c (u_c) and residual sums too; a result of c is
+                      exact in t, so the roundings "to t" of the accepted conventions cost nothing there.
+    ``accumulation``  {storage: dtype}: every sum and dot product accumulates with that unit roundoff (the
+                      products and scalings before the sum keep u_c).
+    ``eps``           {storage: dtype}: eps is rounded to that dtype before it is added: r = (ms + eps')^-1/2
+                      differs from (ms + eps)^-1/2 by exactly |1 − √(v/v')|, v' = ms + eps' (added to r's error).
+    ``weight_offset`` o ≠ 0: the gain is formed as o + (γ − o): γ − o stored (≤ u_t), converted to c (≤ u_c),
+                      o added in c (≤ u_c): |γ_eff − γ| ≤ (u_t + u_c + u_t·u_c)·|γ − o| + u_c·|γ_eff|.
+    ``flush``         {"input", "output"}: subnormal values of t among the inputs and weights may be read as 0
+                      (error |v|, propagated without linearising the norm's r); an output whose magnitude is below
+                      t's smallest normal may be returned as 0 (+ that normal). Flushed results of operations in c
+                      ("intermediate") are inside every bound already (tiny_c per operation).
+
+    A demoted implementation may also mix precisions (HF: the norm in fp32, the projections in fp64): an operation
+    in t whose result is then converted to c errs by u_t + u_c·(1 + u_t), where one u_c is counted; the u_t left
+    over is 2^-29 of it (fp64/fp32), inside the second-order slack 1/(1 − 64·u_c) that :func:`_finish` applies.
+    """
+
+    compute: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    accumulation: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    eps: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    weight_offset: float = 0.0
+    flush: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.compute or self.accumulation or self.eps or self.weight_offset or self.flush)
+
+
+_ARITHMETIC: contextvars.ContextVar[Arithmetic | None] = contextvars.ContextVar("nanolm_arithmetic", default=None)
+_NONE = Arithmetic()
+
+
+def declared_arithmetic() -> Arithmetic:
+    """The declaration every bound computed now honours (empty outside :func:`declared`)."""
+    return _ARITHMETIC.get() or _NONE
+
+
+@contextlib.contextmanager
+def declared(arithmetic: Arithmetic | None) -> Iterator[Arithmetic]:
+    """Every bound computed inside the block honours ``arithmetic`` (the law runner opens it per law run)."""
+    token = _ARITHMETIC.set(arithmetic or _NONE)
+    try:
+        yield declared_arithmetic()
+    finally:
+        _ARITHMETIC.reset(token)
+
+
 def compute_dtype(dtype: Any) -> torch.dtype:
-    """c: fp32 for fp16/bf16 storage, else the storage dtype itself."""
-    t = fmt(dtype).dtype
-    return torch.float32 if t in (torch.float16, torch.bfloat16) else t
+    """c: the declared compute dtype for this storage dtype (:func:`declared`), else fp32 for fp16/bf16 storage
+    and the storage dtype itself otherwise."""
+    f = fmt(dtype)
+    named = declared_arithmetic().compute.get(f.name)
+    if named:
+        return fmt(named).dtype
+    return torch.float32 if f.dtype in (torch.float16, torch.bfloat16) else f.dtype
+
+
+def _holds(big: Any, small: Any) -> bool:
+    """Every value of ``small`` is a value of ``big`` (precision and exponent range)."""
+    b, s = fmt(big), fmt(small)
+    return b.p >= s.p and b.emin <= s.emin and b.emax >= s.emax
 
 
 # -------------------------------------------------------------------------------- error propagation
 @dataclasses.dataclass(frozen=True)
 class _P:
-    """Precisions of one evaluation: storage t, compute c."""
+    """Precisions of one evaluation: storage t, compute c (and the declared arithmetic ``a``)."""
 
     t: torch.dtype
+    a: Arithmetic = dataclasses.field(default_factory=declared_arithmetic)
+    c_: torch.dtype | None = None  # an explicit c (else compute_dtype under ``a``)
 
     @property
     def c(self) -> torch.dtype:
-        return compute_dtype(self.t)
+        if self.c_ is not None:
+            return self.c_
+        named = self.a.compute.get(fmt(self.t).name)
+        return fmt(named).dtype if named else compute_dtype(self.t)
 
     @property
     def ut(self) -> float:
@@ -191,8 +268,29 @@ class _P:
         return fmt(self.c).u
 
     @property
+    def ua(self) -> float:
+        """Unit roundoff of the accumulation (declared ``accumulation``, else c's)."""
+        named = self.a.accumulation.get(fmt(self.t).name)
+        return fmt(named).u if named else self.uc
+
+    @property
     def narrow(self) -> bool:
-        return self.t != self.c
+        """A value of c may need rounding to be stored in t (the accepted roundings to t apply)."""
+        return self.t != self.c and not _holds(self.t, self.c)
+
+    @property
+    def demoted(self) -> bool:
+        """A value of t may need rounding to enter c (declared: c narrower than t, e.g. fp64 computed in fp32)."""
+        return self.t != self.c and not _holds(self.c, self.t)
+
+    @property
+    def u_store(self) -> float:
+        """A result stored in t: rounded to t, or — demoted — computed in c (u_c)."""
+        return self.uc if self.demoted else self.ut
+
+    @property
+    def tiny_store(self) -> float:
+        return self.tiny_c if self.demoted else self.tiny_t
 
     @property
     def tiny_t(self) -> float:
@@ -214,8 +312,18 @@ class _P:
         return f"t={fmt(self.t).name}, c={fmt(self.c).name}"
 
     def gamma_sum(self, n: int, per_term: int = 0) -> tuple[float, float]:
-        """(any-order, pairwise) relative constants of an n-term sum in c."""
-        return tuple(gamma(reduction_roundings(n, o, per_term), self.uc) for o in ORDERS)  # type: ignore[return-value]
+        """(any-order, pairwise) relative constants of an n-term sum in c (per_term roundings of each term in c,
+        the additions in the declared accumulation dtype when there is one)."""
+        return tuple(self.gamma_red(reduction_roundings(n, o), per_term) for o in ORDERS)  # type: ignore[return-value]
+
+    def gamma_red(self, depth: int, per_term: int = 0) -> float:
+        """Relative constant of ``depth`` additions after ``per_term`` roundings of each term:
+        γ_(depth+per_term)(u_c), or, with a declared accumulation dtype a, (1 + γ_(depth+k)(u_a))(1 + γ_per_term(u_c))
+        − 1, k = 1 when a is narrower than c (each term is rounded to a as it enters the accumulator)."""
+        if self.ua == self.uc:
+            return gamma(depth + per_term, self.uc)
+        enter = 1 if self.ua > self.uc else 0
+        return (1 + gamma(depth + enter, self.ua)) * (1 + gamma(per_term, self.uc)) - 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,8 +359,70 @@ def _op(a: _E, p: _P, k: float = 1.0) -> _E:
 
 
 def _to_t(a: _E, p: _P) -> _E:
-    """An accepted convention may round this intermediate to t (a no-op when t = c: already counted in c)."""
+    """An accepted convention may round this intermediate to t (a no-op when t holds c: already counted in c)."""
     return _round(a, p.ut, p.tiny_t) if p.narrow else a
+
+
+def _given_error(v: np.ndarray, p: _P) -> np.ndarray | None:
+    """Error of a given tensor (input, weight, cotangent) as the implementation reads it, under the declaration:
+    demoted, rounded to c (u_c·|v| + half c's subnormal spacing; +inf where it overflows c); flushed inputs, |v|
+    where v is subnormal in t. None when the declaration reads it exactly (every undeclared bound)."""
+    flush = "input" in p.a.flush
+    if not (p.demoted or flush):
+        return None
+    av = np.abs(v)
+    e = np.zeros_like(av)
+    if p.demoted:
+        fc = fmt(p.c)
+        e = e + p.uc * av + fc.smallest_subnormal / 2
+        e = np.where(av >= fc.overflow_threshold, np.inf, e)
+    if flush:
+        e = e + np.where(av < fmt(p.t).smallest_normal, av, 0.0)
+    return e
+
+
+def _given(v: Any, p: _P) -> _E:
+    """A given tensor as an exact value with the error of :func:`_given_error` (exact when undeclared)."""
+    v = np.asarray(v, dtype=np.float64)
+    e = _given_error(v, p)
+    return _E.exact(v) if e is None else _E(v, e, e)
+
+
+def _gain_error(w: np.ndarray, p: _P) -> np.ndarray | None:
+    """Error of the RMSNorm gain γ as the implementation forms it: read as a given (:func:`_given_error`) and,
+    with a declared weight offset o, formed as o + (γ − o): (u_t + u_c + u_t·u_c)·|γ − o| + u_c·|γ_eff|."""
+    e = _given_error(w, p)
+    o = p.a.weight_offset
+    if not o:
+        return e
+    k = p.ut + p.uc + p.ut * p.uc
+    shift = k * np.abs(w - o)
+    own = shift + p.uc * (np.abs(w) + shift) + 2 * p.tiny_c
+    return own if e is None else own + e * (1 + 2 * p.uc)
+
+
+def _eps_dtype(eps: float, p: _P) -> float | None:
+    """eps rounded to the declared eps dtype (RNE), or None when none is declared."""
+    named = p.a.eps.get(fmt(p.t).name)
+    if not named:
+        return None
+    return float(torch.tensor(float(eps), dtype=torch.float64).to(fmt(named).dtype).to(torch.float64))
+
+
+def _r_interval(xv: np.ndarray, e: np.ndarray, eps: float, eps2: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """r = (ms + eps)^-1/2 and a bound on |r̂ − r| for inputs within ±e of x (any size of e, not linearised) and
+    eps' between eps and eps2: r at the smallest and the largest mean square and eps, fp64 (8·u_64 slack)."""
+    D = xv.shape[-1]
+    ax = np.abs(xv)
+    lo_e, hi_e = (eps, eps) if eps2 is None else (min(eps, eps2), max(eps, eps2))
+    with np.errstate(all="ignore"):
+        ms = np.sum(xv * xv, axis=-1, keepdims=True) / D
+        ms_lo = np.sum(np.maximum(ax - e, 0.0) ** 2, axis=-1, keepdims=True) / D
+        ms_hi = np.sum((ax + e) ** 2, axis=-1, keepdims=True) / D
+        r = 1.0 / np.sqrt(ms + eps)
+        r_hi, r_lo = 1.0 / np.sqrt(ms_lo + lo_e), 1.0 / np.sqrt(ms_hi + hi_e)
+        dr = np.maximum(r_hi - r, r - r_lo) + 8 * U64 * r_hi
+    return r, np.nan_to_num(dr, nan=np.inf)
 
 
 def _mul(a: _E, b: _E) -> _E:
@@ -293,6 +463,15 @@ def _contract(a: _E, b: _E, spec: str, n: int, p: _P) -> _E:
     return _E(ein(spec, a.v, b.v), ea, ep)
 
 
+def _weight_in(a: _E, W: np.ndarray, p: _P) -> np.ndarray | float:
+    """|a|·ē(W)ᵀ: the error of weights read as declared (:func:`_given_error`; 0 when undeclared)."""
+    e = _given_error(W, p)
+    if e is None:
+        return 0.0
+    with np.errstate(invalid="ignore"):
+        return np.nan_to_num(np.abs(a.v) @ e.T, nan=np.inf)
+
+
 def _linear(a: _E, W: np.ndarray, p: _P, random_weights: bool = False) -> _E:
     """y = a Wᵀ (nn.Linear): the input errors mixed by W (see :func:`_mix`), the D-term dot products accumulated
     in c in any order (deterministic), then possibly rounded to t."""
@@ -300,8 +479,9 @@ def _linear(a: _E, W: np.ndarray, p: _P, random_weights: bool = False) -> _E:
     ga, gp = p.gamma_sum(n, per_term=1)
     mag = np.abs(a.v) @ np.abs(W).T
     under = 2 * n * p.tiny_c  # underflow of the products and partial sums
-    ea = _mix(a.ea, W, random_weights) + ga * mag + under
-    ep = _mix(a.ep, W, random_weights) + gp * mag + under
+    wrong = _weight_in(a, W, p)
+    ea = _mix(a.ea, W, random_weights) + ga * mag + under + wrong
+    ep = _mix(a.ep, W, random_weights) + gp * mag + under + wrong
     return _to_t(_E(a.v @ W.T, ea, ep), p)
 
 
@@ -319,9 +499,13 @@ def _rmsnorm_e(x: _E, w: np.ndarray, eps: float, p: _P) -> tuple[_E, np.ndarray]
     # Σx²/D in any order: D squares + D − 1 additions + the 1/D scaling (once, or per term) on the longest path
     rel_r = []
     for order in ORDERS:
-        g = gamma(reduction_roundings(D, order, per_term=2), p.uc)
+        g = p.gamma_red(reduction_roundings(D, order), per_term=2)
         # ½(relative error of ms)·ρ + ½(eps rounded to c + the addition) + rsqrt (1/√: 2 u_c)
-        rel_r.append(0.5 * g * rho + 0.5 * under + 0.5 * p.uc * (2 - rho) + 2 * p.uc)
+        with np.errstate(invalid="ignore"):  # γ = inf (a vacuous sum bound) × ρ = 0: NaN, judged as inf below
+            rel_r.append(0.5 * g * rho + 0.5 * under + 0.5 * p.uc * (2 - rho) + 2 * p.uc)
+    eps2 = _eps_dtype(eps, p)  # declared: the implementation adds eps' = fl(eps) instead of eps
+    flush = "input" in p.a.flush  # declared: errors of x may be as large as x (not linearised)
+    e_gain = _gain_error(w, p)
     with np.errstate(all="ignore"):
         y = xv * r * w
         ay = np.abs(y)
@@ -331,8 +515,18 @@ def _rmsnorm_e(x: _E, w: np.ndarray, eps: float, p: _P) -> tuple[_E, np.ndarray]
         rw = np.abs(r * w)
         out = []
         for rel, e in zip(rel_r, (x.ea, x.ep), strict=True):
-            cross = np.sum(np.abs(xv) * e, axis=-1, keepdims=True) * r**2 / D
-            out.append(np.nan_to_num(rw * (e + np.abs(xv) * cross) + (rel + 2 * p.uc) * ay + extra, nan=np.inf))
+            if eps2 is None and not flush and e_gain is None:  # first order (every undeclared bound)
+                cross = np.sum(np.abs(xv) * e, axis=-1, keepdims=True) * r**2 / D
+                total = rw * (e + np.abs(xv) * cross) + (rel + 2 * p.uc) * ay + extra
+            else:  # eps', flushed inputs, a formed gain: r̂ within dr of r at any size of the change
+                _, dr = _r_interval(xv, e, eps, eps2)
+                r_hi = r + dr
+                prop = np.abs(w) * (e * r_hi + np.abs(xv) * dr)
+                if e_gain is not None:  # the gain as declared: |x̂·r̂|·ē(γ)
+                    prop = prop + (np.abs(xv) + e) * r_hi * e_gain
+                rel_hi = rel * (1 + dr / r)
+                total = prop + (rel_hi + 2 * p.uc) * (ay + prop) + extra
+            out.append(np.nan_to_num(total, nan=np.inf))
     overflow = (S * (1 + D * p.uc) > fmt(p.c).max)[..., 0]  # Σx² overflows c: an accepted convention returns 0
     return _E(y, out[0], out[1]), overflow
 
@@ -382,6 +576,10 @@ def _finish(
             spacing_y = _ulp.ulp(y.v, p.t)
             ab = delta + 0.5 * spacing_out  # (½·2^-1074 underflows to 0 in float64: ulps is computed apart)
             ulps = delta / spacing_y + 0.5 * (spacing_out / spacing_y)
+            if "output" in p.a.flush:  # declared: a result below t's smallest normal may be returned as 0
+                normal = fmt(p.t).smallest_normal
+                flushed = np.where(np.abs(y.v) - delta < normal, normal, 0.0)
+                ab, ulps = ab + flushed, ulps + flushed / spacing_y
             if overflow is not None:
                 ab, ulps = np.where(overflow, np.inf, ab), np.where(overflow, np.inf, ulps)
         return ab, ulps
@@ -431,7 +629,7 @@ def rmsnorm(x: Any, weight: Any, eps: float, dtype: Any) -> Bound:
     p = _P(fmt(dtype).dtype)
     X, w = _exact(x), _exact(weight)
     D = X.shape[-1]
-    y, sq_over = _rmsnorm_e(_E.exact(X), w, float(eps), p)
+    y, sq_over = _rmsnorm_e(_given(X, p), w, float(eps), p)
     ov = (_row_overflow([y.v], p, X.shape[:-1]) | sq_over)[..., None] & np.ones(X.shape, dtype=bool)
     return _finish(y, p, "rmsnorm", RMSNORM_FORMULA, f"D={D}", roundings_t=1, overflow=ov)
 
@@ -531,22 +729,38 @@ def rmsnorm_vjp(x: Any, weight: Any, eps: float, grad_out: Any, dtype: Any) -> t
     p = _P(fmt(dtype).dtype)
     X, w, G = _exact(x), _exact(weight), _exact(grad_out)
     D = X.shape[-1]
-    xs = _E.exact(X)
+    xs = _given(X, p)
     S = np.sum(X**2, axis=-1, keepdims=True)
     with np.errstate(all="ignore"):
         v = S / D + eps
         r = 1.0 / np.sqrt(v)
         rho = np.where(v > 0, (S / D) / v, 0.0)
-    rel = [0.5 * gamma(reduction_roundings(D, o, 2), p.uc) * rho + 0.5 * p.uc * (2 - rho) + 2 * p.uc for o in ORDERS]
+    with np.errstate(invalid="ignore"):
+        rel = [
+            0.5 * p.gamma_red(reduction_roundings(D, o), 2) * rho + 0.5 * p.uc * (2 - rho) + 2 * p.uc for o in ORDERS
+        ]
+    eps2 = _eps_dtype(eps, p)
+    shifted = eps2 is not None or not np.all(xs.ea == 0)
+    if shifted:  # declared: x read with errors, eps' added (_r_interval: any size, not linearised)
+        with np.errstate(all="ignore"):
+            shift = _r_interval(X, xs.ea, eps, eps2)[1] / r
+        rel = [q + shift * (1 + q) for q in rel]
     r_e = _E(r, rel[0] * r, rel[1] * r)
-    gw = _to_t(_op(_mul(_E.exact(G), _E.exact(w)), p), p)
+    e_gain = _gain_error(w, p)
+    gain = _E.exact(w) if e_gain is None else _E(w, e_gain, e_gain)
+    gs = _given(G, p)
+    gw = _to_t(_op(_mul(gs, gain), p), p)
     A = _contract(gw, xs, "...j,...j->...", D, p).map(lambda a: a[..., None])
     r3 = _op(_mul(_mul(r_e, r_e), r_e), p, 2)
+    if shifted:  # r's error may be large here: r³ errs by ((1 + rel)³ − 1)·r³ exactly, not 3·rel·r³
+        with np.errstate(all="ignore"):
+            cubed = [((1 + q) ** 3 - 1) * r**3 for q in rel]
+        r3 = _op(_E(r**3, cubed[0], cubed[1]), p, 2)
     term1 = _op(_mul(r_e, gw), p)
     term2 = _op(_mul(_op(_mul(r3, A), p, 2), xs), p).map(lambda a: a / D)
     dx = _to_t(_op(_E(term1.v - term2.v, term1.ea + term2.ea, term1.ep + term2.ep), p), p)
     xr = _to_t(_op(_mul(xs, r_e), p), p)
-    gxr = _to_t(_op(_mul(_E.exact(G), xr), p), p)
+    gxr = _to_t(_op(_mul(gs, xr), p), p)
     N = int(np.prod(X.shape[:-1]))
     flat = gxr.map(lambda a: a.reshape(-1, D))
     dw = _contract(flat, _E.exact(np.ones(flat.v.shape[0])), "nd,n->d", max(N, 1), p)
@@ -573,7 +787,7 @@ def swiglu(x: Any, w_gate: Any, w_up: Any, w_down: Any, dtype: Any, *, random_we
     X, Wg, Wu, Wd = _exact(x), _exact(w_gate), _exact(w_up), _exact(w_down)
     D, F = X.shape[-1], Wg.shape[0]
     X2 = X.reshape(-1, D)
-    y, t = _swiglu_e(_E.exact(X2), Wg, Wu, Wd, p, random_weights)
+    y, t = _swiglu_e(_given(X2, p), Wg, Wu, Wd, p, random_weights)
     ov = _row_overflow([t["g"].v, t["u"].v, t["h"].v, y.v], p, (X2.shape[0],))
     y = y.map(lambda a: a.reshape(*X.shape[:-1], D))
     ov = np.broadcast_to(ov.reshape(*X.shape[:-1], 1), y.v.shape)
@@ -593,7 +807,7 @@ def silu(z: Any, dtype: Any) -> Bound:
     """
     p = _P(fmt(dtype).dtype)
     Z = _exact(z)
-    s = _sigma_rounded(_silu_e(_E.exact(Z), _P(p.c))[0], Z, p)
+    s = _sigma_rounded(_silu_e(_given(Z, p), dataclasses.replace(p, t=p.c, c_=p.c))[0], Z, p)
     two = f" + u_{fmt(p.t).name}·|silu(z)| + |z|·ulp_t(0)/2 (σ rounded to t)" if p.narrow else ""
     return _finish(s, p, "silu", f"0.5 + 4·u_{fmt(p.c).name}·|silu(z)|{two}", f"n={Z.size}", roundings_t=2)
 
@@ -610,8 +824,9 @@ def silu_gate(x: Any, dtype: Any) -> Bound:
     Identity weights are not random: nothing here is probabilistic."""
     p = _P(fmt(dtype).dtype)
     X = _exact(x)
-    s = _sigma_rounded(_silu_e(_E.exact(X), p)[0], X, p)
-    y = _op(_mul(s, _E.exact(X)), p)
+    xs = _given(X, p)
+    s = _sigma_rounded(_silu_e(xs, p)[0], X, p)
+    y = _op(_mul(s, xs), p)
     core = f"0.5 + (4u_c + ≤2u_t)·|silu(x)·x| + x²·tiny_c [u_t={p.ut:.3g}, u_c={p.uc:.3g}]"
     return _finish(y, p, "silu_gate", core, f"n={X.size}", roundings_t=3)
 
@@ -660,7 +875,7 @@ def swiglu_vjp(x: Any, w_gate: Any, w_up: Any, w_down: Any, grad_out: Any, dtype
     D, F = X.shape[-1], Wg.shape[0]
     X2, G2 = X.reshape(-1, D), Gy.reshape(-1, D)
     N = X2.shape[0]
-    xs, gy = _E.exact(X2), _E.exact(G2)
+    xs, gy = _given(X2, p), _given(G2, p)
     _, t = _swiglu_e(xs, Wg, Wu, Wd, p, False)
     g, u, s, sig, h = t["g"], t["u"], t["s"], t["sig"], t["h"]
     dh = _linear(gy, Wd.T, p)
@@ -722,7 +937,7 @@ def _attention_e(a: _E, W: tuple[np.ndarray, ...], cfg: Any, p: _P, rnd: bool) -
     prob = ex / ex.sum(axis=-1, keepdims=True)
     # softmax: Δp_t = p_t(Δs_t − Σ_s p_s Δs_s); own error in c: exp (2u_c), the positive T-term sum in any
     # order (γ_(T−1), deterministic: its terms are all of one sign), the divide (u_c)
-    own = [(gamma(reduction_roundings(T, o), p.uc) + 3 * p.uc) * prob for o in ORDERS]
+    own = [(p.gamma_red(reduction_roundings(T, o)) + 3 * p.uc) * prob for o in ORDERS]
     errs = []
     for e, extra in zip((sc.ea, sc.ep), own, strict=True):
         e = np.where(causal, e, 0.0)
@@ -736,7 +951,7 @@ def attention(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, config: Any, dtype: An
     """Bound for causal GQA attention with RoPE (see :func:`block` for the conventions covered)."""
     p = _P(fmt(dtype).dtype)
     X = _exact(x)
-    out = _attention_e(_E.exact(X), tuple(_exact(w) for w in (wq, wk, wv, wo)), config, p, random_weights)
+    out = _attention_e(_given(X, p), tuple(_exact(w) for w in (wq, wk, wv, wo)), config, p, random_weights)
     core = "0.5 + δ; projections, RoPE, scores, softmax, p·v, W_o (HF bf16 roundings), every sum in any order"
     note = f"B,T,D={X.shape}, H={config.n_heads}, G={config.n_kv_heads}"
     return _finish(out, p, "attention", core, note, roundings_t=12)
@@ -757,18 +972,20 @@ def block(x: Any, params: Mapping[str, Any], config: Any, dtype: Any, *, random_
     X = _exact(x)
     P = {k: _exact(v) for k, v in params.items()}
     eps = float(config.norm_eps)
-    xs = _E.exact(X)
+    xs = _given(X, p)
     a, ov1 = _rmsnorm_e(xs, P["attn_norm.weight"], eps, p)
     a = _to_t(a, p)  # the norm's output is stored in t (the ½ ULP final rounding of RMSNorm)
     W = tuple(P[f"attn.{n}.weight"] for n in ("wq", "wk", "wv", "wo"))
-    h = _round(_add(xs, _attention_e(a, W, config, p, random_weights)), p.ut, p.tiny_t)  # residual sum in t
+    h = _round(_add(xs, _attention_e(a, W, config, p, random_weights)), p.u_store, p.tiny_store)  # residual in t
     b, ov2 = _rmsnorm_e(h, P["ffn_norm.weight"], eps, p)
-    b = _round(b, p.ut, p.tiny_t)
+    b = _round(b, p.u_store, p.tiny_store)
     B, T, D = X.shape
     Wf = (P["ffn.w_gate.weight"], P["ffn.w_up.weight"], P["ffn.w_down.weight"])
     f, t = _swiglu_e(b.map(lambda arr: arr.reshape(B * T, D)), *Wf, p, random_weights)
-    f = _round(f.map(lambda arr: arr.reshape(B, T, D)), p.ut, p.tiny_t)  # the FFN output is stored in t
+    f = _round(f.map(lambda arr: arr.reshape(B, T, D)), p.u_store, p.tiny_store)  # the FFN output is stored in t
     out = _add(h, f)
+    if p.demoted:  # declared c narrower than t: the last residual sum may run in c (then exact in t)
+        out = _op(out, p)
     ov = _row_overflow([t["g"].v, t["u"].v, t["h"].v], p, (B * T,)).reshape(B, T) | ov1 | ov2
     ov = np.broadcast_to(ov[..., None], X.shape)
     core = (
@@ -788,7 +1005,8 @@ ORACLE_U = 2.0**-40
 
 
 def _oracle_u(dtype: Any) -> float:
-    return max(fmt(dtype).u, ORACLE_U)
+    """max(u_t, 2^-40), and u_c where a declared compute dtype c is narrower than t (fp64 computed in fp32)."""
+    return max(fmt(dtype).u, fmt(compute_dtype(dtype)).u if declared_arithmetic().compute else 0.0, ORACLE_U)
 
 
 def block_vjp(ref: Any, exact: Any, config: Any, T: int, dtype: Any) -> Bound:

@@ -95,6 +95,7 @@ class LawResult:
     bound: dict[str, Any] | None = None  # the bound where the max headroom was reached: abs, ulps, formula
     counterexample: str | None = None  # failed: the .pt file that ``nanolm-verify replay`` re-runs
     replay_data: bytes | None = dataclasses.field(default=None, repr=False)  # that file's content (not in JSON)
+    declared: str = ""  # the component's declared conventions this run honoured (Conventions.summary())
 
     @property
     def passed(self) -> bool:
@@ -112,6 +113,20 @@ class LawResult:
 
 
 # ---------------------------------------------------------------------------------------------- one law
+
+
+class _TorchGlobalRNG:
+    """torch's global generator as a PRNG Hypothesis manages: seeded to a fixed value around every example and
+    restored after it (as Hypothesis does for ``random`` and ``numpy.random``), so a subject drawing random numbers
+    sees the same ones whatever ran before it — no verdict depends on law order or on the other laws run."""
+
+    seed = staticmethod(torch.manual_seed)
+    getstate = staticmethod(torch.get_rng_state)
+    setstate = staticmethod(torch.set_rng_state)
+
+
+_TORCH_RNG = _TorchGlobalRNG()  # Hypothesis keeps a weak reference only
+hypothesis.register_random(_TORCH_RNG)
 
 
 def law_seed(run_seed: int, law_id: str, dtype: str, device: str) -> int:
@@ -136,6 +151,10 @@ def repro_line(
 
 class ShrinkBudgetExceeded(BaseException):
     """Raised into Hypothesis (which lets BaseExceptions through) when shrinking has used up its time budget."""
+
+
+class SearchBudgetExhausted(BaseException):
+    """Raised into Hypothesis when a law that still holds has searched for its profile's time budget."""
 
 
 class _Recording:
@@ -189,22 +208,27 @@ def _hypothesis_test(
     replay: Sequence[tuple[str | None, Any]] | None = None,
 ) -> Callable[..., Any]:
     """The law's inner test wrapped anew (public API): counts examples, records each example's draws, remembers
-    every failure, and stops the shrinking ``prof.shrink_budget`` seconds after the first failure (the smallest
-    failure so far is reported). ``replay``: run exactly once, on these recorded draws."""
+    every failure, stops the search after ``prof.search_budget`` seconds without a failure, and the shrinking
+    ``prof.shrink_budget`` seconds after the first failure (the smallest failure so far is reported). ``replay``:
+    run exactly once, on these recorded draws."""
     body, rec = law.body, ctx.recorder
     stop_at = [float("inf")]
+    search_until = time.monotonic() + (prof.search_budget or float("inf"))
 
     def counted(impl: Any, dtype: Any, device: Any, data: Any) -> Any:
         if rec.first_failure is not None and time.monotonic() > stop_at[0]:
             raise ShrinkBudgetExceeded
         rec.begin_example()
         try:
-            return body(impl, dtype, device, _Recording(data, rec))
+            out = body(impl, dtype, device, _Recording(data, rec))
         except AssertionError as exc:
             if rec.first_failure is None:
                 stop_at[0] = time.monotonic() + prof.shrink_budget
             rec.fail_example(exc)
             raise
+        if rec.first_failure is None and time.monotonic() > search_until:  # after the example: it drew all it draws
+            raise SearchBudgetExhausted
+        return out
 
     functools.update_wrapper(counted, body)  # name, docstring and the @example pins travel with it
     if replay is not None:  # one example, the recorded one (no pins, no database, no shrinking)
@@ -257,8 +281,9 @@ def run_law(
         prof.slow,
         seed,
         repro(seed) if callable(repro) else repro_line(law, impl, f.name, device, profile, seed, repro),
+        conventions=impl.conventions.get(law.component),
     )
-    start = time.perf_counter()
+    start, searched = time.perf_counter(), ""
     with open_context(ctx):
         try:
             if law.uses_hypothesis:
@@ -266,7 +291,9 @@ def run_law(
                 db = databases.open(database) if database is not None else None
                 _hypothesis_test(law, ctx, prof, own_seed, db, replay)(impl, f.dtype, device)
             else:
-                law.func(impl, f.dtype, device)
+                with torch.random.fork_rng(devices=[]):  # the same fixed start as a Hypothesis example
+                    torch.manual_seed(0)
+                    law.func(impl, f.dtype, device)
         except unittest.SkipTest as exc:
             result.status, result.message = "skipped", str(exc)
         except NotProvided:
@@ -291,6 +318,8 @@ def run_law(
                 f"{prof.name}; this is the smallest failing example found by then)"
             )
             result.measurements["shrunk"] = "partially (time budget)"
+        except SearchBudgetExhausted:  # passed: every example so far holds
+            searched = f"stopped after {ctx.recorder.examples} examples by the {prof.search_budget:g} s search budget"
         except KeyboardInterrupt:
             raise  # the user's (in a worker process, where SIGINT is ignored, the worker reports it as a crash)
         except BaseException as exc:
@@ -311,6 +340,9 @@ def run_law(
     result.headroom, result.bound = rec.headroom, rec.bound
     result.worst_input = rec.failing_input if result.status == "failed" and rec.failing_input else rec.worst_input
     result.measurements = {**rec.measurements, **result.measurements}
+    if searched:
+        result.measurements["search"] = f"{searched} of profile {prof.name}"
+    _honour_declaration(result, ctx)
     if result.status == "failed":
         result.replay_data = _counterexample(result, law, impl, rec)
     return result
@@ -370,6 +402,18 @@ def load_counterexample(path: str | Path) -> dict[str, Any]:
     return payload
 
 
+def _honour_declaration(result: LawResult, ctx: LawContext) -> None:
+    """Record the declaration the run honoured; a law failure no bound can model under it (Conventions.excuse)
+    becomes an expected, measured result: "xfailed", the declaration as the reason, the measurement kept."""
+    if ctx.conventions is None:
+        return
+    result.declared = ctx.conventions.summary()
+    excuse = ctx.conventions.excuse(result.law_id, ctx.dtype)
+    if excuse and result.status == "failed" and result.cause == "law":
+        result.status, result.message = "xfailed", f"{excuse}\n{result.message}"
+        result.measurements["declared"] = excuse
+
+
 def _raised_in(exc: BaseException, impl: Implementation) -> bool:
     """Did a frame of the implementation's own source take part in raising ``exc``?"""
     source = getattr(impl.module, "__file__", None)
@@ -391,6 +435,9 @@ def _skip_reason(law: Law, impl: Implementation, dtype: torch.dtype, device: str
         return f"{law.component} not provided"
     if dtype not in law.dtypes:
         return f"law does not apply to {fmt(dtype).name}"
+    declared = impl.conventions.get(law.component)
+    if declared is not None and not declared.supports(dtype):  # CONVENTIONS[component]["dtypes"]
+        return f"dtype not supported: {law.component} declares dtypes {', '.join(declared.dtypes or ())}"
     if "accelerator" in law.tags and device == "cpu":
         return "compares an accelerator with the CPU: not applicable on the CPU itself"
     return devices.dtype_problem(device, dtype)
@@ -458,6 +505,7 @@ class Task:
     seed: int | None
     law: str = ""  # the law's statement
     database: str | None = None
+    impl: str | None = None  # another implementation than the pool's (the catalogue runs many in one pool)
 
     def run(self, impl: Implementation) -> LawResult:
         return run_law(LAWS[self.law_id], impl, dtype=self.dtype, device=self.device, profile=self.profile,

@@ -145,6 +145,7 @@ def _worker_main(conn: multiprocessing.connection.Connection, spec: str, options
         conn.send(("unusable", f"importing implementation {spec!r} raised {type(exc).__name__}: {exc}"))
         return
     conn.send(("ready", SubjectInfo.of(impl)))
+    loaded = {spec: impl}
     while True:
         try:
             task = conn.recv()
@@ -154,7 +155,9 @@ def _worker_main(conn: multiprocessing.connection.Connection, spec: str, options
             return
         state.establish(options.threads)
         try:
-            result = task.run(impl)
+            if task.impl not in (None, spec) and task.impl not in loaded:
+                loaded[task.impl] = load(task.impl)
+            result = task.run(loaded[task.impl or spec])
         except BaseException as exc:  # KeyboardInterrupt here was raised by the subject
             result = _failed(task, "crash", f"the implementation raised {type(exc).__name__}: {exc}")
         conn.send(("result", result))

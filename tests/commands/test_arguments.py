@@ -55,6 +55,7 @@ BAD = [
     (["check", "{tmp}/dir"], "is a directory"),
     (["check", "{tmp}/missing.py"], "does not exist"),
     (["check", "tests.impls.nothing"], "defines none of"),
+    (["pitfalls", "--workers", "0"], "--workers 0"),
 ]
 if not torch.cuda.is_available():
     BAD += [(["check", "--device", "cuda"], "cuda is not available"), (["check", "--device", "all"], "not available")]

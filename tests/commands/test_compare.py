@@ -178,7 +178,7 @@ def test_the_league_ranks_every_implementation_and_lists_its_findings(tmp_path):
     rows = [line for line in text.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
     assert rows[0].startswith("| 1 | **torch** |") and rows[1].startswith("| 2 | **hf-llama** |")
     assert "| **1** |" in rows[1] and "4.5" in rows[1]  # one unexpected failure, its headroom 9/2
-    assert "Finding: HF Llama computes in fp32 whatever the input dtype" in text  # its expectation file
+    assert "- Declares (RMSNorm): compute fp64→fp32; roundings 2" in text  # its findings are declared conventions
     assert "**timm**: No module named 'timm'" in text and "Regenerate: `nanolm-verify compare --league L`" in text
 
 

@@ -181,3 +181,17 @@ def test_committed_figures_exist():
     for png, pitfall, _ in teach.FIGURES:
         assert (DOCS / png).is_file(), f"docs/{png} missing: run nanolm-verify plot all --out docs"
         assert pitfall in PITFALLS
+
+
+def test_the_gallery_in_worker_processes_gives_the_same_verdicts_as_in_process():
+    pitfalls = [PITFALLS[n] for n in ("mean_subtraction", "threads_at_import", "swiglu_bias", "non_causal")]
+    here = teach.demonstrate_all(pitfalls, reference=True)
+    there = teach.demonstrate_all(pitfalls, reference=True, workers=2)
+
+    def verdict(demo: teach.Demo) -> tuple:
+        r = demo.result
+        return demo.outcome, r.cause, r.found_after, demo.reference.status, demo.reference.examples  # (examples
+        # shrunk after the first failure may differ: shrinking stops at a time budget)
+
+    assert [verdict(d) for d in here] == [verdict(d) for d in there]
+    assert all(d.ok for d in there)  # every one caught by its law (threads_at_import: its import's effect), ref passes

@@ -32,7 +32,11 @@ def _dtype(law_id: str) -> str:
     return next(n for n in ("fp32", "bf16", "fp16", "fp64") if n in names)
 
 
-@pytest.mark.parametrize("law_id", sorted(set(LAWS) - STRUCTURAL))
+ACCELERATOR = {law_id for law_id, law in LAWS.items() if "accelerator" in law.tags}  # not run on the CPU itself
+IMPORT = {"Module.module_import_leaves_torch_state_unchanged"}  # about the import, not the outputs
+
+
+@pytest.mark.parametrize("law_id", sorted(set(LAWS) - STRUCTURAL - ACCELERATOR - IMPORT))
 def test_an_all_nan_implementation_fails_every_law_about_values(law_id: str) -> None:
     r = run_law(LAWS[law_id], load("tests.numerics.subjects.all_nan"), dtype=_dtype(law_id), device="cpu", profile="ci")
     assert (r.status, r.cause) == ("failed", "law"), f"{law_id}: {r.status} {r.cause} {r.message}"

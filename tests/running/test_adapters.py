@@ -6,13 +6,17 @@ in fp64, the documented conventions (HF-Llama's two roundings, HF's fp32 compute
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 import torch
 
 import nanolm_core
 from properties.adapters.kit import DtypeNotSupported
+from properties.library.subject import Implementation
 from properties.running.loading import load
+from properties.running.runner import LAWS, run_law
 
 transformers = pytest.importorskip("transformers")
 pytestmark = pytest.mark.hf
@@ -367,3 +371,42 @@ def test_torchtune_computes_fp64_in_fp32_and_its_rope_is_interleaved():
     plain = {**attn.tt_params("", x), "q_proj.weight": attn.wq.weight, "k_proj.weight": attn.wk.weight}
     unpermuted = torch.func.functional_call(mod32.attn._tt, plain, (x.float(), x.float()))
     assert not torch.allclose(unpermuted, ref32.attn(x.float()), atol=1e-3)
+
+
+# ------------------------------------------------------------------ findings that are declarations, honoured
+CONVERTS_FIRST = ("hf-llama", "hf-gemma", "hf-qwen2", "hf-mistral", "hf-phi3", "hf-olmo2", "hf-gemma3")
+
+
+@pytest.mark.parametrize("adapter", CONVERTS_FIRST)
+def test_hf_norms_read_fp64_input_as_fp32_as_declared(adapter):
+    """The declaration compute_dtype fp64 → fp32 is the truth: the norm's fp64 output is a function of fl32(x)."""
+    assert load(adapter).conventions["RMSNorm"].compute("fp64") == "fp32"
+    _, mod = _pair(adapter, "RMSNorm", torch.float64)
+    x = _input("RMSNorm", torch.float64)
+    assert torch.equal(mod(x), mod(x.float().double())) and not torch.equal(x, x.float().double())
+
+
+def _stripped(adapter: str, component: str, *keys: str) -> Implementation:
+    """The adapter's component with ``keys`` removed from its declaration."""
+    impl = load(adapter)
+    module = types.ModuleType(f"{adapter}-without-{'-'.join(keys)}")
+    setattr(module, component, impl.factory(component))
+    module.CONVENTIONS = {component: {k: v for k, v in impl.convention(component).items() if k not in keys}}
+    return Implementation(module.__name__, module)
+
+
+@pytest.mark.parametrize(
+    ("adapter", "component", "keys", "law_id", "dtype"),
+    [
+        ("hf-llama", "RMSNorm", ("compute_dtype",), "RMSNorm.rmsnorm_matches_golden", "fp64"),
+        ("hf-llama", "Block", ("compute_dtype",), "Block.block_matches_golden", "fp64"),
+        ("hf-gemma3", "RMSNorm", ("weight_offset",), "RMSNorm.rmsnorm_matches_golden", "fp32"),
+    ],
+)
+def test_the_declaration_is_what_makes_the_finding_pass(adapter, component, keys, law_id, dtype):
+    """Judged at the declared precision the finding passes (no expectation entry needed); without it, it fails."""
+    honoured = run_law(LAWS[law_id], load(adapter), dtype=dtype, profile="ci")
+    assert honoured.status == "passed" and honoured.declared, honoured.message
+    assert 0 < honoured.measurements["headroom"] <= 1
+    plain = run_law(LAWS[law_id], _stripped(adapter, component, *keys), dtype=dtype, profile="ci")
+    assert plain.status == "failed" and plain.cause == "law"

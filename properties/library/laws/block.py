@@ -10,6 +10,7 @@ remains, with u floored at the oracle's own 2^-40).
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -100,6 +101,7 @@ def block_jacobian_is_identity_plus_branch(impl: Implementation, dtype: DType, d
 
 @law("Block")
 @given(data=st.data())
+@example(data=S.CAUSAL_PINS["T=1024, t=700"])
 def block_is_causal(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """Changing tokens t, t+1, … leaves the outputs of tokens 0 … t−1 bitwise unchanged."""
     cc = data.draw(S.causal_cases(dtype), label="case")
@@ -117,7 +119,7 @@ def block_preserves_shape_dtype_device(impl: Implementation, dtype: DType, devic
     """out has x's shape (B, T, D), dtype and device."""
     c = data.draw(S.block_cases(dtype), label="case")
     note(c)
-    block_forward(impl, c.x, c.config, c.params, dtype, device)
+    block_forward(impl, c.x, c.config, c.params, dtype, device, output_cause="law")  # this law's own assertion
 
 
 @law("Block")
@@ -236,3 +238,65 @@ def block_has_llama_parameter_count(impl: Implementation, dtype: DType, device: 
                 f"shapes { {n: tuple(p.shape) for n, p in module.named_parameters()} }"
             )
         count_examples(1)
+
+
+GRAD_ROWS = (2, 40)  # B·T = 80 rows: more than one block of 64 in every weight gradient's reduction
+
+
+class ParamGradCase(NamedTuple):
+    """A Block config, x of shape (2, 40, D) and weights, all from one seed (80 rows: drawn element-wise would be
+    slow and shrink no better)."""
+
+    case: S.BlockCase
+
+    def describe(self) -> dict[str, object]:
+        return self.case.describe()
+
+
+def _param_grad_case(config: nanolm_core.ModelConfig, dtype: DType, seed: int) -> ParamGradCase:
+    rng = np.random.default_rng(seed)
+    x = torch.from_numpy(rng.standard_normal((*GRAD_ROWS, config.dim)) + 0.25).to(dtype)
+    return ParamGradCase(S.BlockCase(config, x, S.block_params(config, dtype, seed + 1, 0.5, 1.0), 0.5, 1.0))
+
+
+@st.composite
+def _param_grad_cases(draw: st.DrawFn, dtype: DType) -> ParamGradCase:
+    config = draw(S.configs(max_dim=24, max_seq_len=GRAD_ROWS[1]), label="config")
+    return _param_grad_case(config, dtype, draw(st.integers(0, 2**32), label="seed"))
+
+
+GRAD_PINS = {
+    "GQA H=4 G=2, 80 rows": S.Pin(
+        "GQA H=4 G=2, 80 rows", lambda dt: _param_grad_case(S.fixed_config(4, 2, 4, 24, GRAD_ROWS[1]), dt, 3)
+    )
+}
+
+
+def _param_grads(module: torch.nn.Module, x: torch.Tensor, v: torch.Tensor, names: list[str]) -> list[np.ndarray]:
+    x = x.detach().clone().requires_grad_(True)
+    params = dict(module.named_parameters())
+    y = call(module, x, component="Block", grad=True)
+    grads = backward(y, v, [x, *(params[n] for n in names)], component="Block")
+    for name, g in zip(["x", *names], grads, strict=True):
+        if g is None:
+            _fail(f"Block backward gives no gradient for {name}")
+    return [as_f64(g) for g in grads]
+
+
+@law("Block", cost=4)
+@given(data=st.data())
+@example(data=GRAD_PINS["GQA H=4 G=2, 80 rows"])
+def block_parameter_gradients_match_fp64(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """On B·T = 80 rows, dx and the gradient of every weight (norms, W_q, W_k, W_v, W_o, W_gate, W_up, W_down)
+    match the fp64 derivative of the reference within bounds.block_vjp with T := B·T, the rows each weight
+    gradient sums over: 2·max|ref_t − fp64| + 8(D+F+B·T)·u·max|∂|."""
+    c = data.draw(_param_grad_cases(dtype), label="case").case
+    note(c)
+    names, rows = list(c.params), c.x.shape[0] * c.x.shape[1]
+    v = S.cotangent(tuple(c.x.shape), dtype, 4)
+    got = _param_grads(build_block(impl, c.config, c.params, dtype, device), c.x.to(device), v.to(device), names)
+    exact = _param_grads(_reference(c.config, c.params, torch.float64), c.x.double(), v.double(), names)
+    ref = _param_grads(_reference(c.config, c.params, dtype), c.x, v, names)
+    for name, g, e, r in zip(["x", *names], got, exact, ref, strict=True):
+        b = bounds.block_vjp(r, e, c.config, rows, dtype)
+        assert_close(g, e, b, what=f"∂/∂{name} over {rows} rows", expected_name="fp64 derivative")

@@ -1,0 +1,81 @@
+"""No verdict depends on law order or on which other laws ran in the process: the global generators a subject
+may draw from (torch, random, numpy) start every example from the same state, and are restored after it."""
+
+from __future__ import annotations
+
+import random
+import types
+from typing import ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+import nanolm_core
+from properties.library.laws import LAWS
+from properties.library.subject import Implementation
+from properties.running.runner import run_law
+
+
+class NoisyRMSNorm(nanolm_core.RMSNorm):
+    """The reference plus a relative perturbation drawn from torch's global generator (dropout left on at
+    inference, stochastic rounding): whether a law catches it depends only on the numbers drawn."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = super().forward(x)
+        return y * (1 + 1e-3 * torch.rand((), dtype=torch.float64).item())
+
+
+def _subject() -> Implementation:
+    module = types.ModuleType("noisy")
+    module.RMSNorm, module.SwiGLU = NoisyRMSNorm, nanolm_core.SwiGLU
+    return Implementation("tests.running.test_order.noisy", module)
+
+
+def _consume_global_randomness() -> None:  # what other laws or subjects may do before this law runs
+    torch.rand(12345)
+    random.random()
+    np.random.rand(7)
+
+
+def test_a_subject_drawing_random_numbers_gets_the_same_verdict_whatever_ran_before():
+    law, impl = LAWS["RMSNorm.rmsnorm_matches_golden"], _subject()
+    first = run_law(law, impl, dtype="fp32", profile="ci")
+    _consume_global_randomness()
+    torch.manual_seed(1234)
+    second = run_law(law, impl, dtype="fp32", profile="ci")
+    assert first.status == second.status == "failed" and first.cause == "law"  # 1e-3 relative: far outside fp32
+    assert first.message == second.message  # the same counterexample, the same numbers
+
+
+def test_the_callers_generators_are_left_as_they_were():
+    torch.manual_seed(99)
+    expected = torch.rand(3)
+    torch.manual_seed(99)
+    run_law(LAWS["RMSNorm.rmsnorm_matches_golden"], _subject(), dtype="fp32", profile="ci")
+    run_law(LAWS["SwiGLU.swiglu_has_three_matrices_of_ffn_dim"], _subject(), dtype="fp32", profile="ci")
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_a_law_without_hypothesis_starts_from_the_same_generator_state():
+    class Counting(nn.Module):  # records the first number torch's generator gives it at construction
+        seen: ClassVar[list[float]] = []
+
+        def __init__(self, D: int, F: int) -> None:
+            super().__init__()
+            Counting.seen.append(torch.rand(()).item())
+            self.inner = nanolm_core.SwiGLU(D, F)
+            self.w_gate, self.w_up, self.w_down = self.inner.w_gate, self.inner.w_up, self.inner.w_down
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.inner(x)
+
+    module = types.ModuleType("counting")
+    module.SwiGLU = Counting
+    impl = Implementation("tests.running.test_order.counting", module)
+    law = LAWS["SwiGLU.swiglu_has_three_matrices_of_ffn_dim"]
+    run_law(law, impl, dtype="fp32", profile="ci")
+    _consume_global_randomness()
+    run_law(law, impl, dtype="fp32", profile="ci")
+    n = len(Counting.seen) // 2
+    assert n > 0 and Counting.seen[:n] == Counting.seen[n:]
