@@ -142,3 +142,10 @@ def test_sigterm_during_compare_writes_a_partial_report_that_meets_its_schema(tm
     _validate(doc)
     assert doc["interrupted"] is True and doc["interrupted_by"] == "SIGTERM"
     assert list(doc["results"]) == ["reference"] and 2 <= len(doc["results"]["reference"]) < 15
+
+
+def test_every_field_of_a_law_record_is_described_by_the_schema():
+    record = LawResult("RMSNorm.rmsnorm_matches_golden", "RMSNorm", "fp32", "cpu", "passed").to_json()
+    described = set(CHECK["$defs"]["result"]["properties"])
+    assert set(record) <= described, set(record) - described
+    assert CHECK["$defs"]["result"] == COMPARE["$defs"]["result"]  # one record format in both reports
