@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from properties.running.runner import run_check
+from properties.running.runner import LAWS, run_check
 
 FIELDS = ("law_id", "dtype", "status", "cause", "examples", "found_after", "max_ulp")
 
@@ -51,3 +51,17 @@ def test_a_law_alone_and_after_others_gives_the_same_verdict(impl, law, before):
     again = run_check(impl, profile="ci", only=[law], dtypes=dtypes)
     mine = [r for r in after if r.law_id == law]
     assert _verdicts(mine) == _verdicts(alone) == _verdicts(again)
+
+
+@pytest.mark.parametrize("writer", ["inplace_swiglu", "inplace_input", "inplace_residual"])
+def test_an_implementation_that_writes_into_its_input_leaves_the_next_verdict_alone(writer):
+    """A subject that overwrites the tensors it is handed (the gallery's in-place entries) runs every law of its
+    component first; the reference then still passes each of them in the same process (a law must never hand a
+    subject a tensor it keeps: swiglu_is_elementwise_silu_gate once did)."""
+    from properties.gallery import PITFALLS
+
+    component = PITFALLS[writer].component
+    laws = [law_id for law_id in LAWS if law_id.startswith(component + ".") and "stored" not in law_id]
+    run_check(PITFALLS[writer].module, profile="ci", only=laws, dtypes=["bf16"])
+    failed = [r for r in run_check("nanolm_core", profile="ci", only=laws, dtypes=["bf16"]) if r.status == "failed"]
+    assert not failed, [(r.law_id, r.message[:200]) for r in failed]
