@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from properties.running.loading import ImplementationError
-from properties.running.runner import LawResult, Task
+from properties.running.runner import LAWS, LawResult, Task
 
 __all__ = [
     "Interrupted",
@@ -340,9 +340,11 @@ class Pool:
     def run(
         self, tasks: Sequence[Task], on_result: Callable[[LawResult], None] | None = None
     ) -> list[LawResult | None]:
-        """Run every task; results in task order (None for tasks an interruption left unrun)."""
+        """Run every task; results in task order (None for tasks an interruption left unrun). The laws without
+        drawn examples (the stored-golden laws, the longest of a ci run, and the structural ones, instant) are
+        handed out first, so that no worker starts a long task while the others run out of work."""
         results: list[LawResult | None] = [None] * len(tasks)
-        pending = list(enumerate(tasks))[::-1]
+        pending = sorted(enumerate(tasks), key=lambda it: LAWS[it[1].law_id].uses_hypothesis)[::-1]
         timeout = self.options.timeout
         with signals_interrupt():
             try:
