@@ -712,8 +712,9 @@ def render_league(report: dict[str, Any], command: str, unavailable: dict[str, s
         "",
         f"Regenerate: `{command}`",
         "",
-        "Ranked by unexpected failures, then the share of expected failures among the law runs (the "
-        "implementation's shipped expectation file; implementations provide different components), then "
+        "Ranked by unexpected failures, then the share of expected failures among the law runs (a law its declared "
+        "conventions cannot be judged by, or an entry of its shipped expectation file; implementations provide "
+        "different components), then "
         "accuracy: the worst **headroom** of the laws against golden (`*_matches_golden`, "
         "`*_matches_stored_golden`, `*_gradients_match_golden`) — max |error| ÷ derived bound over every example, "
         "≤ 1 passes; 0.5 means the largest error used half of what the error analysis allows. Headroom above 1 "
@@ -755,10 +756,22 @@ def render_league(report: dict[str, Any], command: str, unavailable: dict[str, s
         out += [f"- Finding: {_md_escape(text)}" for text in said]
         out += [f"- Expected failure: {_md_escape(text)}" for text in reasons]
         records = report["results"].get(info["spec"], [])
-        failed = sorted({f"`{r['law_id']}` {r['dtype']}" for r in records if r["status"] in ("failed", "error")})
+        declared_xfails: dict[str, int] = {}  # xfailed by a declaration (the runner's message says so)
+        for r in records:
+            first = (r.get("message") or "").splitlines()[:1]
+            if r["status"] == "xfailed" and first and first[0].startswith("declared "):
+                declared_xfails[first[0]] = declared_xfails.get(first[0], 0) + 1
+        out += [
+            f"- Expected failure: {_md_escape(text)} ({n} law run{'s' if n > 1 else ''})"
+            for text, n in declared_xfails.items()
+        ]
+        failed: dict[str, list[str]] = {}
+        for r in records:
+            if r["status"] in ("failed", "error"):
+                failed.setdefault(f"`{r['law_id']}` ({r.get('cause') or r['status']})", []).append(r["dtype"])
         if failed:
-            out.append("- **Unexpected failures**: " + ", ".join(failed))
-        if not (said or reasons or failed or info["skip_reason"]):
+            out.append("- **Unexpected failures**: " + "; ".join(f"{k} {', '.join(v)}" for k, v in failed.items()))
+        if not (said or reasons or declared_xfails or failed or info["skip_reason"]):
             out.append("- None: every law passes." if records else "- Nothing ran.")
         out.append("")
     if unavailable:

@@ -187,3 +187,17 @@ def test_a_report_renders_the_same_from_its_results_json(report, tmp_path):
     again = compare.from_json(json.loads(results.read_text()))
     assert compare.render_markdown(again) == compare.render_markdown(report)
     assert compare.render_html(again) == compare.render_html(report)
+
+
+def test_the_league_lists_failures_expected_by_a_declaration_and_unexpected_ones_with_their_cause():
+    def runner(impl, *, profile, devices, dtypes, only, seed):
+        why = "declared compute fp64→fp32: fp64 finite-difference gradcheck needs fp64 arithmetic\nmismatch"
+        return [
+            LawResult("RMSNorm.rmsnorm_gradients_pass_gradcheck", "RMSNorm", "fp64", "cpu", "xfailed", why),
+            LawResult("RMSNorm.rmsnorm_preserves_sign", "RMSNorm", "fp32", "cpu", "failed", "boom", cause="crash"),
+        ]
+
+    text = compare.render_league(compare.run(["torch"], dtypes=["fp64", "fp32"], runner=runner), "cmd")
+    assert "- Expected failure: declared compute fp64→fp32: fp64 finite-difference gradcheck" in text
+    assert "- **Unexpected failures**: `RMSNorm.rmsnorm_preserves_sign` (crash) fp32" in text
+    assert "None: every law passes" not in text
