@@ -70,7 +70,9 @@ CONVENTIONS = {
     },
 }
 
-RECOMPILE_LIMIT = 64  # graphs per compiled function (expected: dtypes × grad mode ≤ 8)
+RECOMPILE_LIMIT = 512  # graphs per compiled function in one process: dtypes × grad mode × the input layouts the
+# layout laws pass (transposed, expanded, offset, strided views guard on strides) — 64 was hit by one worker running
+# every Block law; hitting the limit stays an error, never a silent fall-back to eager
 
 
 def _rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
