@@ -40,7 +40,7 @@ def test_a_wrong_kernel_fails_with_the_laws_message():
     with pytest.raises(LawFailure) as info:
         assert_rmsnorm_close(wrong, x, w, eps=1e-6)
     text = str(info.value)
-    assert text.startswith("y: ULP error ") and "> bound" in text and "u_fp32" in text
+    assert text.startswith("y: ULP error ") and "> bound" in text and "c=fp32" in text  # the compute dtype named
     assert "[RMSNorm, fp32, shape=[4, 64], D=64, cpu, eps: 1e-06]" in text
     assert "reproduce: pytest tests/entry/test_testing.py::test_a_wrong_kernel_fails_with_the_laws_message" in text
 

@@ -16,7 +16,7 @@ rows at the top of fp16's range (|x| up to 65504, x² far past fp16's range) mus
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -116,6 +116,18 @@ def _tally(outside: np.ndarray, y: np.ndarray, gold: np.ndarray, u: float) -> No
     measure("beyond the overflow threshold (rows)", seen)
 
 
+def _judged_rows(dc: Any, dtype: DType) -> tuple[Any, np.ndarray]:
+    """bounds.rmsnorm of the case and the rows beyond its domain (where Σx² overflows the compute dtype)."""
+    c = dc.case
+    with np.errstate(over="ignore", invalid="ignore"):  # Σx² overflows float64 itself beyond the fp64 threshold
+        b = bounds.rmsnorm(c.x, c.weight, c.eps, dtype)
+    outside = np.asarray(b.overflow).any(axis=-1) if b.overflow is not None else np.zeros(len(dc.log2_ratio), bool)
+    inside_ks = [k for k, o in zip(dc.log2_ratio, outside, strict=True) if not o]
+    if inside_ks and max(inside_ks) > 0:  # the bound's own criterion must agree with the construction
+        raise RuntimeError(f"suite: a row at 2^{max(inside_ks)}·threshold is judged by bounds.rmsnorm")
+    return b, outside
+
+
 @law("RMSNorm", cost=4)
 @given(data=st.data())
 @example(data=DOMAIN_PINS["equal rows at the threshold, 1e20"])
@@ -128,12 +140,7 @@ def rmsnorm_is_exact_up_to_the_overflow_threshold(impl: Implementation, dtype: D
     c = dc.case
     y = rmsnorm_forward(impl, c.x, c.weight, c.eps, dtype, device)
     exact = golden.rmsnorm(c.x, c.weight, c.eps)
-    with np.errstate(over="ignore", invalid="ignore"):  # Σx² overflows float64 itself beyond the fp64 threshold
-        b = bounds.rmsnorm(c.x, c.weight, c.eps, dtype)
-    outside = np.asarray(b.overflow).any(axis=-1) if b.overflow is not None else np.zeros(len(dc.log2_ratio), bool)
-    inside_ks = [k for k, o in zip(dc.log2_ratio, outside, strict=True) if not o]
-    if inside_ks and max(inside_ks) > 0:  # the bound's own criterion must agree with the construction
-        raise RuntimeError(f"suite: a row at 2^{max(inside_ks)}·threshold is judged by bounds.rmsnorm")
+    b, outside = _judged_rows(dc, dtype)
     assert_matches_golden(y, exact, b, what="y up to the overflow threshold", record=False)
     hi = np.asarray(exact.hi) + np.asarray(exact.lo)
     _tally(outside, as_f64(y).reshape(len(outside), -1), hi.reshape(len(outside), -1), fmt(compute_dtype(dtype)).u)

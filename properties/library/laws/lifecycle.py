@@ -60,16 +60,10 @@ class _RMSNormLife:
         )
 
 
-@law("RMSNorm", cost=4)
-@given(data=st.data())
-def rmsnorm_follows_its_module_lifecycle(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
-    """Every call of one RMSNorm matches golden for the γ it has at that moment: after load_state_dict with a new
-    γ, after an in-place update of γ, on repeated calls, with another instance (other D, other eps) called in
-    between."""
-    c = data.draw(S.rmsnorm_cases(dtype, max_dim=256), label="case")
-    o = data.draw(S.rmsnorm_cases(dtype, max_dim=256, eps=1e-2 if c.eps != 1e-2 else 1e-5), label="other instance")
-    seed = data.draw(st.integers(0, 2**32), label="weight seed")
-    note(c)
+def _rmsnorm_life(
+    impl: Implementation, dtype: DType, device: str, c: S.RMSNormCase, o: S.RMSNormCase, seed: int
+) -> None:
+    """The life of the RMSNorm modules in ``rmsnorm_follows_its_module_lifecycle``, step by step."""
     life, D = _RMSNormLife(impl, dtype, device), c.x.shape[-1]
     w2, w3 = _gamma(D, dtype, seed), _gamma(D, dtype, seed + 1)
     m = build_rmsnorm(impl, c.weight, c.eps, dtype, device)
@@ -84,16 +78,21 @@ def rmsnorm_follows_its_module_lifecycle(impl: Implementation, dtype: DType, dev
         life.check(m, c.x, w3, c.eps, f"after an in-place update of γ (call {k + 1})")
 
 
-@law("SwiGLU", cost=4)
+@law("RMSNorm", cost=4)
 @given(data=st.data())
-def swiglu_follows_its_module_lifecycle(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
-    """Every call of one SwiGLU matches golden for the weights it has at that moment: after load_state_dict with
-    new weights, after an in-place update of one matrix, on repeated calls, with another instance (other D, F)
-    called in between."""
-    c = data.draw(S.swiglu_cases(dtype, max_dim=32), label="case")
-    o = data.draw(S.swiglu_cases(dtype, max_dim=32), label="other instance")
+def rmsnorm_follows_its_module_lifecycle(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """Every call of one RMSNorm matches golden for the γ it has at that moment: after load_state_dict with a new
+    γ, after an in-place update of γ, on repeated calls, with another instance (other D, other eps) called in
+    between."""
+    c = data.draw(S.rmsnorm_cases(dtype, max_dim=256), label="case")
+    o = data.draw(S.rmsnorm_cases(dtype, max_dim=256, eps=1e-2 if c.eps != 1e-2 else 1e-5), label="other instance")
     seed = data.draw(st.integers(0, 2**32), label="weight seed")
     note(c)
+    _rmsnorm_life(impl, dtype, device, c, o, seed)
+
+
+def _swiglu_life(impl: Implementation, dtype: DType, device: str, c: S.SwiGLUCase, o: S.SwiGLUCase, seed: int) -> None:
+    """The life of the SwiGLU modules in ``swiglu_follows_its_module_lifecycle``, step by step."""
     (F, D), s = c.w_gate.shape, c.scale
     p2 = {n: S.linear_weight(*w.shape, dtype, seed + i, s) for i, (n, w) in enumerate(c.params.items())}
     p3 = {**p2, "w_up.weight": S.linear_weight(F, D, dtype, seed + 7, s)}
@@ -114,6 +113,19 @@ def swiglu_follows_its_module_lifecycle(impl: Implementation, dtype: DType, devi
     for k in range(2):
         check(m, c.x, p3, f"after an in-place update of w_up (call {k + 1})")
     check(other, o.x, o.params, "of the second instance, called again")
+
+
+@law("SwiGLU", cost=4)
+@given(data=st.data())
+def swiglu_follows_its_module_lifecycle(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """Every call of one SwiGLU matches golden for the weights it has at that moment: after load_state_dict with
+    new weights, after an in-place update of one matrix, on repeated calls, with another instance (other D, F)
+    called in between."""
+    c = data.draw(S.swiglu_cases(dtype, max_dim=32), label="case")
+    o = data.draw(S.swiglu_cases(dtype, max_dim=32), label="other instance")
+    seed = data.draw(st.integers(0, 2**32), label="weight seed")
+    note(c)
+    _swiglu_life(impl, dtype, device, c, o, seed)
 
 
 def _far_theta(theta: float) -> float:
@@ -152,16 +164,9 @@ def _pinned_life(dtype: DType) -> BlockLife:
 LIFE_PINS = {"GQA H=4 G=2, T=4, θ=10⁴ beside θ=10": S.Pin("GQA H=4 G=2, T=4", _pinned_life)}
 
 
-@law("Block", dtypes=(torch.float32,), cost=8)
-@given(data=st.data())
-@example(data=LIFE_PINS["GQA H=4 G=2, T=4, θ=10⁴ beside θ=10"])
-def block_follows_its_module_lifecycle(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
-    """Every call of one Block matches golden for the weights and config it has at that moment: with a second
-    instance of another rope_theta and eps (same sizes) and a third of other sizes called in between, after
-    load_state_dict with new weights and a longer sequence, after an in-place update of attn.wv."""
-    life = data.draw(_block_lives(dtype), label="case")
+def _block_life(impl: Implementation, dtype: DType, device: str, life: BlockLife) -> None:
+    """The life of the Block modules in ``block_follows_its_module_lifecycle``, step by step."""
     c, o, seed = life
-    note(life)
     cfg = c.config
     twin = dataclasses.replace(
         cfg, rope_theta=_far_theta(cfg.rope_theta), norm_eps=1e-5 if cfg.norm_eps != 1e-5 else 1e-6
@@ -186,3 +191,15 @@ def block_follows_its_module_lifecycle(impl: Implementation, dtype: DType, devic
     update_in_place(m, {"attn.wv.weight": p3["attn.wv.weight"]}, "Block")
     check(m, longer, p3, cfg, "after an in-place update of attn.wv")
     check(second, c.x, c.params, twin, "of the second instance, called again")
+
+
+@law("Block", dtypes=(torch.float32,), cost=8)
+@given(data=st.data())
+@example(data=LIFE_PINS["GQA H=4 G=2, T=4, θ=10⁴ beside θ=10"])
+def block_follows_its_module_lifecycle(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """Every call of one Block matches golden for the weights and config it has at that moment: with a second
+    instance of another rope_theta and eps (same sizes) and a third of other sizes called in between, after
+    load_state_dict with new weights and a longer sequence, after an in-place update of attn.wv."""
+    life = data.draw(_block_lives(dtype), label="case")
+    note(life)
+    _block_life(impl, dtype, device, life)

@@ -74,6 +74,21 @@ def _long_reach(dtype: DType, j: int = 0) -> ReachCase:
 REACH_PINS = {f"T={S.LONG_T}, j=0": S.Pin(f"T={S.LONG_T}, j=0", _long_reach)}
 
 
+def _assert_reaches(later: np.ndarray, j: int, T: int) -> None:
+    """Every later token's output (rows of ``later``: tokens j+1 … T−1) is finite and non-zero in every coordinate."""
+    broken = np.flatnonzero((~np.isfinite(later)).any(axis=-1))  # NaN ≠ 0, but it is no reach: p·v_j is finite
+    if broken.size:
+        fail(f"out[0, {j + 1 + int(broken[0])}] is not finite (exact: p·v_j, finite): {broken.size} later tokens")
+    blind = np.flatnonzero((later == 0).any(axis=-1))
+    if blind.size:
+        t = j + 1 + int(blind[0])
+        fail(
+            f"token {j} does not reach token {t} (out[0, {t}] has {int((later[blind[0]] == 0).sum())} zero "
+            f"coordinates; exact: p·v_j ≠ 0 in each): {blind.size} of {later.shape[0]} later tokens blind to it, "
+            f"first {t}, last {j + 1 + int(blind[-1])} (T = {T})"
+        )
+
+
 @law("Block", cost=4)
 @given(data=st.data())
 @example(data=REACH_PINS[f"T={S.LONG_T}, j=0"])
@@ -87,15 +102,4 @@ def block_every_earlier_token_reaches_the_last(impl: Implementation, dtype: DTyp
     y = block_forward(impl, c.x, c.config, reach_params(c), dtype, device)
     assert_bitwise_equal(y[:, :j], torch.zeros_like(c.x[:, :j]), what=f"out of tokens < {j}", why="causal")
     assert_bitwise_equal(y[1:], torch.zeros_like(c.x[1:]), what="out of the other (all-zero) sequences")
-    later = as_f64(y[0, j + 1 :])
-    broken = np.flatnonzero((~np.isfinite(later)).any(axis=-1))  # NaN ≠ 0, but it is no reach: p·v_j is finite
-    if broken.size:
-        fail(f"out[0, {j + 1 + int(broken[0])}] is not finite (exact: p·v_j, finite): {broken.size} later tokens")
-    blind = np.flatnonzero((later == 0).any(axis=-1))
-    if blind.size:
-        t = j + 1 + int(blind[0])
-        fail(
-            f"token {j} does not reach token {t} (out[0, {t}] has {int((later[blind[0]] == 0).sum())} zero "
-            f"coordinates; exact: p·v_j ≠ 0 in each): {blind.size} of {later.shape[0]} later tokens blind to it, "
-            f"first {t}, last {j + 1 + int(blind[-1])} (T = {c.x.shape[1]})"
-        )
+    _assert_reaches(as_f64(y[0, j + 1 :]), j, c.x.shape[1])
