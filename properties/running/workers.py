@@ -299,14 +299,22 @@ class Pool:
         self._started = 0
         self._workers: list[_Worker] = []
         self.interrupted: int | None = None  # the signal that stopped the run, if one did
-        with self._environment():
-            first = self._spawn()
+        with self._environment():  # every worker starts now: they import torch and the subject side by side
+            started = [self._spawn() for _ in range(self.size)]
         try:
-            self.info = first.hello(max(120.0, timeout))
+            self.info = started[0].hello(max(120.0, timeout))
         except BaseException:
-            self.close()
+            for w in started:
+                w.kill()
             raise
-        self._workers.append(first)
+        self._workers.append(started[0])
+        for w in started[1:]:
+            try:
+                w.hello(max(120.0, timeout))
+            except BaseException:  # the first one loaded: a later one failing is replaced when the run needs it
+                w.kill()
+            else:
+                self._workers.append(w)
 
     def __enter__(self) -> Pool:
         return self
