@@ -178,7 +178,14 @@ class Progress:
             self._shown = True
         else:
             verdict = cell_text(r) if r.status in ("passed", "failed") else r.status
-            print(f"[{head}] {what}: {verdict} ({r.duration:.1f} s)", file=self.stream, flush=True)
+            tail = f" {r.dtype} {r.device}: {verdict} ({r.duration:.1f} s)"
+            room = WIDTH - len(f"[{head}] ") - len(tail)
+            name = f"{label + ' ' if label else ''}{r.law_id}"
+            if len(name) > room:  # one line per law, within the width: the law's name without its component …
+                name = f"{label + ' ' if label else ''}{r.law_id.split('.', 1)[-1]}"
+            if len(name) > room:  # … and shortened as the table shortens it
+                name = name[: max(1, room - 1)] + "…"
+            print(f"[{head}] {name}{tail}", file=self.stream, flush=True)
 
     def skip(self, n: int) -> None:
         """``n`` planned law runs will not run (an implementation that cannot be imported): N shrinks."""
