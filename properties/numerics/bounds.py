@@ -446,8 +446,13 @@ def _mix(e: np.ndarray, W: np.ndarray, random_weights: bool) -> np.ndarray:
     det = e @ np.abs(W).T
     if not random_weights:
         return det
-    with np.errstate(over="ignore", invalid="ignore"):
-        prob = LAMBDA * np.sqrt((e * e) @ (W * W).T)
+    # the 2-norm scaled by the largest term of each side: e² of an error near 1e-300 underflows to 0 in float64
+    se = np.max(np.abs(e), axis=-1, keepdims=True)
+    sw = float(np.max(np.abs(W), initial=0.0))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        en = np.where(se > 0, e / np.where(se > 0, se, 1.0), 0.0)
+        wn = W / sw if sw > 0 else W
+        prob = LAMBDA * se * sw * np.sqrt((en * en) @ (wn * wn).T)
     return np.minimum(det, np.where(np.isnan(prob), np.inf, prob))
 
 
@@ -545,6 +550,15 @@ def _silu_e(g: _E, p: _P) -> tuple[_E, np.ndarray]:
     s_e = _op(_fn(g, s, ds), p, 4.0)
     s_e = s_e.plus_error(2 * np.abs(g.v) * p.tiny_c)  # e^(−|z|) may underflow (or flush) in c: ≤ |z|·tiny_c
     return _to_t(s_e, p), sig
+
+
+def _silu_grad_own(z: np.ndarray, sig: np.ndarray, p: _P) -> np.ndarray:
+    """Own error of silu'(z) = σ + z·σ(1 − σ) evaluated in c from a computed σ̂ = σ(1 + θ), |θ| ≤ 4u_c (exp, add,
+    divide): θ propagates with ∂silu'/∂σ·σ = (1 + z − 2zσ)·σ — for z ≫ 1, 1 − σ̂ cancels and z·(1 − σ̂) carries
+    |z|·4u_c — and the ≤ 5 roundings of the sum, its product and 1 − σ count against the terms' magnitudes
+    σ + |zσ(1 − σ)| (the same for σ(1 + z(1 − σ)), torch's formula); e^(−|z|) underflowing: |z|·tiny_c."""
+    terms = sig + np.abs(z * sig * (1 - sig))
+    return 4 * p.uc * sig * np.abs(1 + z - 2 * z * sig) + 5 * p.uc * terms + (2 + 2 * np.abs(z)) * p.tiny_c
 
 
 def _swiglu_e(x: _E, Wg: np.ndarray, Wu: np.ndarray, Wd: np.ndarray, p: _P, rnd: bool) -> tuple[_E, dict[str, Any]]:
@@ -868,7 +882,10 @@ def swiglu_vjp(x: Any, w_gate: Any, w_up: Any, w_down: Any, grad_out: Any, dtype
 
     dh = W_dᵀγ, dW_d = Σ_rows γ⊗h, du = dh⊙s, dg = dh⊙u⊙silu'(g), dx = W_gᵀdg + W_uᵀdu,
     dW_g = Σ_rows dg⊗x, dW_u = Σ_rows du⊗x; every product/linear output may be rounded to t, silu' costs
-    5u_c and carries |silu''(g)|·ē(g), silu''(z) = σ(1−σ)(2 + z(1 − 2σ)); every sum in any order.
+    its own error (:func:`_silu_grad_own`) and carries |silu''(g)|·ē(g), silu''(z) = σ(1−σ)(2 + z(1 − 2σ));
+    every sum in any order. Where an intermediate of a row (g, u, h, dh, du, dg) exceeds t's range, dx of that
+    row and every weight gradient are not judged (+inf: the sums over rows carry the overflow); the same for a
+    gradient whose own value exceeds it.
     """
     p = _P(fmt(dtype).dtype)
     X, Wg, Wu, Wd, Gy = (_exact(a) for a in (x, w_gate, w_up, w_down, grad_out))
@@ -882,7 +899,7 @@ def swiglu_vjp(x: Any, w_gate: Any, w_up: Any, w_down: Any, grad_out: Any, dtype
     du = _to_t(_op(_mul(dh, s), p), p)
     d1 = sig * (1 + g.v * (1 - sig))
     d2 = sig * (1 - sig) * (2 + g.v * (1 - 2 * sig))
-    ds = _op(_fn(g, d1, d2), p, 5.0)
+    ds = _fn(g, d1, d2).plus_error(_silu_grad_own(g.v, sig, p))
     dg = _to_t(_op(_mul(_to_t(_op(_mul(dh, u), p), p), ds), p), p)
     dx = _to_t(_op(_add(_linear(dg, Wg.T, p), _linear(du, Wu.T, p)), p), p).map(lambda a: a.reshape(X.shape))
     dWg = _to_t(_contract(dg, xs, "nf,nd->fd", N, p), p)
@@ -890,8 +907,14 @@ def swiglu_vjp(x: Any, w_gate: Any, w_up: Any, w_down: Any, grad_out: Any, dtype
     dWd = _to_t(_contract(gy, h, "nd,nf->df", N, p), p)
     core = "0.5 + δ; first-order propagation through the SwiGLU backward graph, every sum in any order"
     note = f"D={D}, F={F}, N={N}"
+    rows = _row_overflow([v.v for v in (g, u, h, dh, du, dg)], p, (N,))
+
+    def overflow(e: _E, per_row: bool) -> np.ndarray:
+        own = np.abs(e.v) > p.max_t
+        return own | (rows.reshape((*X.shape[:-1], 1)) if per_row else rows.any())
+
     return tuple(
-        _finish(e, p, f"swiglu_vjp.{n}", core, note, roundings_t=10)
+        _finish(e, p, f"swiglu_vjp.{n}", core, note, roundings_t=10, overflow=overflow(e, n == "dx"))
         for n, e in (("dx", dx), ("dw_gate", dWg), ("dw_up", dWu), ("dw_down", dWd))
     )
 

@@ -87,7 +87,8 @@ def _headroom(out: torch.Tensor, g: golden.Golden, b: bounds.Bound) -> tuple[flo
     err = ulp.abs_error(out, g)
     judged = np.isfinite(b.abs) & (err > 0)
     assert not np.isnan(err).any()
-    return tuple(float(np.max(np.where(judged, err / ref, 0.0), initial=0.0)) for ref in (b.abs, b.pairwise))
+    with np.errstate(invalid="ignore"):  # inf / inf where not judged
+        return tuple(float(np.max(np.where(judged, err / ref, 0.0), initial=0.0)) for ref in (b.abs, b.pairwise))
 
 
 @functools.cache
@@ -399,6 +400,56 @@ def test_vjp_bounds_admit_autograd_of_the_reference(dtype: torch.dtype) -> None:
     bnds = bounds.swiglu_vjp(x, *w, gy, dtype)
     for got, g, b in zip((x.grad, *(p.grad for p in w)), goldens, bnds, strict=True):
         assert _headroom(got, g, b)[0] <= 1.0, b.formula
+
+
+def _silu_by_sigmoid(z: torch.Tensor) -> torch.Tensor:
+    return z * torch.sigmoid(z)  # autograd: σ + z·σ(1 − σ), the other accepted formula of silu'
+
+
+@pytest.mark.parametrize("silu", [F.silu, _silu_by_sigmoid], ids=["F.silu", "z*sigmoid(z)"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["fp32", "fp64"])
+def test_swiglu_vjp_bound_admits_silu_gradients_over_the_whole_gate_range(dtype, silu) -> None:
+    """One hidden unit per gate value g = 1.7·z, z ∈ [−60, 60]: silu'(g) = σ(1 + g(1 − σ)) cancels in 1 − σ̂
+    for g ≫ 1 (|g|·u_c of absolute error: 7.8 ULP of dW_gate at g = 12 in fp64, over the old 5u_c model) and
+    near its zero g ≈ −1.28; both formulas stay inside the bound."""
+    z = torch.linspace(-60, 60, 481, dtype=torch.float64)
+    x = torch.tensor([[1.7]], dtype=dtype, requires_grad=True)
+    wg = z[:, None].to(dtype).requires_grad_(True)
+    wu = torch.full_like(wg, 0.75).requires_grad_(True)
+    wd = torch.full((1, z.numel()), 1.25, dtype=dtype, requires_grad=True)
+    gy = torch.tensor([[0.3]], dtype=dtype)
+    ((silu(x @ wg.T) * (x @ wu.T)) @ wd.T).backward(gy)
+    goldens, bnds = golden.swiglu_vjp(x, wg, wu, wd, gy), bounds.swiglu_vjp(x, wg, wu, wd, gy, dtype)
+    for got, g, b in zip((x.grad, wg.grad, wu.grad, wd.grad), goldens, bnds, strict=True):
+        assert _headroom(got, g, b)[0] <= 1.0, b.formula
+
+
+def test_swiglu_bound_keeps_errors_far_below_the_square_root_of_the_smallest_float() -> None:
+    """g = −667 in fp64: silu(g) ≈ −9·10⁻²⁸⁸ inherits g's rounding times |g| (≈ 180 ULP of y), and its error,
+    ≈ 10⁻³⁰⁰, squares to 0 in float64 — the random-sign mix must not (it is scaled before squaring)."""
+    x = torch.tensor([256.00000000000006], dtype=torch.float64)
+    w = [torch.tensor([[v]], dtype=torch.float64) for v in (-2.6071646104467585, -3.2077257010137896, 4.2124630179)]
+    y = nanolm_core.SwiGLU(1, 1).double()
+    y.load_state_dict(dict(zip(("w_gate.weight", "w_up.weight", "w_down.weight"), w, strict=True)))
+    b = bounds.swiglu(x, *w, torch.float64, random_weights=True)
+    assert float(np.max(b.ulps)) > 100
+    assert _headroom(y(x).detach(), golden.swiglu(x, *w), b)[0] <= 1.0
+
+
+def test_swiglu_vjp_bound_does_not_judge_gradients_past_an_overflowing_intermediate() -> None:
+    """fp16, g = u = 480: h = silu(g)·u = 230400 overflows fp16 (the forward output is inf), so dW_down and the
+    row's dx are inf although their exact values are finite: not judged (infinite bound), never a failure."""
+    x = torch.tensor([[60.0], [1.0]], dtype=torch.float16, requires_grad=True)
+    wg, wu = (torch.tensor([[8.0]], dtype=torch.float16, requires_grad=True) for _ in range(2))
+    wd = torch.tensor([[0.5]], dtype=torch.float16, requires_grad=True)
+    gy = torch.tensor([[0.25], [0.25]], dtype=torch.float16)
+    ((F.silu(x @ wg.T) * (x @ wu.T)) @ wd.T).backward(gy)
+    bdx, bwg, bwu, bwd = bounds.swiglu_vjp(x, wg, wu, wd, gy, torch.float16)
+    assert torch.isinf(wd.grad).all() and np.isinf(bwd.abs).all() and np.isinf(bwg.abs).all()
+    assert np.isinf(bdx.abs[0]).all() and np.isfinite(bdx.abs[1]).all()  # the other row is judged
+    goldens = golden.swiglu_vjp(x, wg, wu, wd, gy)
+    for got, g, b in zip((x.grad, wg.grad, wu.grad, wd.grad), goldens, (bdx, bwg, bwu, bwd), strict=True):
+        assert _headroom(got, g, b)[0] <= 1.0
 
 
 # -------------------------------------------------------------------------------------- formulas
