@@ -358,7 +358,7 @@ def _counterexample(result: LawResult, law: Law, impl: Implementation, rec: Any)
     enumerates its inputs, a replay re-runs it); ``calls``: the input and weights of each call of the subject.
     """
     spec = impl.spec
-    if Path(spec).suffix == ".py" or Path(spec).is_dir():
+    if Path(spec).suffix == ".py":  # a module name stays a name, even where a folder of that name is in cwd
         spec = str(Path(spec).resolve())  # a path keeps working from another directory
     payload = {
         "format": COUNTEREXAMPLE_FORMAT,

@@ -72,3 +72,20 @@ def test_replay_of_something_else_is_a_usage_error(tmp_path, capsys):
     assert "expected 'nanolm-verify/counterexample/1'" in capsys.readouterr().err
     assert main(["replay", str(tmp_path / "missing.pt")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_a_package_named_from_its_repository_is_recorded_by_name_and_replays(tmp_path, capsys, monkeypatch):
+    """``check mypkg`` from the repository that holds the folder ``mypkg/``: the file names the module (not
+    the folder's path, which is no implementation spec), and replay from that repository re-imports it."""
+    repo = tmp_path / "repo"
+    (repo / "mypkg").mkdir(parents=True)
+    (repo / "mypkg" / "__init__.py").write_text(f"from {WRONG} import *  # noqa: F403\n")
+    monkeypatch.chdir(repo)
+    out = tmp_path / "out" / "r.json"
+    args = ["check", "mypkg", "--only", LAW, "--dtype", "fp32", "--profile", "ci", "--workers", "1"]
+    assert main([*args, "--json", str(out)]) == 1
+    path = json.loads(out.read_text())["results"][0]["counterexample"]
+    assert load_counterexample(path)["implementation"] == "mypkg"
+    capsys.readouterr()
+    assert main(["replay", path]) == 1
+    assert f"FAIL {LAW} [fp32, cpu] cause: law" in capsys.readouterr().out
