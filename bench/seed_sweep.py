@@ -54,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
                 bad = [r for r in results if r["status"] not in ("passed", "skipped", "xfailed")]
                 total, seconds = total + len(results), seconds + elapsed
                 bad_runs += bool(bad) or not results
-                print(f"{impl} seed {seed:2d}: {len(results):3d} results, {len(bad)} failed, {elapsed:6.1f} s", flush=True)
+                line = f"{impl} seed {seed:2d}: {len(results):3d} results, {len(bad)} failed, {elapsed:6.1f} s"
+                print(line, flush=True)
                 if not results:
                     failures.append(f"{impl} seed {seed}: no report")
                 for r in bad:
