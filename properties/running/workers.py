@@ -1,10 +1,11 @@
 """Isolated workers: the implementation under test runs in worker processes, never in the verifier's.
 
 The verifier (the parent: ``check``, ``compare``, ``pitfalls``) never imports the implementation. It starts
-worker processes (``spawn``: a fresh interpreter, no inherited torch threads), each of which imports the
-implementation once, reports what it provides (:class:`SubjectInfo`) and then runs one law at a time on
-request, sending back the :class:`~properties.running.runner.LawResult` as data. The parent owns the table,
-the JSON report and the exit status; whatever the subject does inside a worker reaches the parent only as
+worker processes (forked from a fork server that has imported torch and the laws but never run anything:
+:mod:`properties.running.processes`), each of which imports the implementation once, reports what it
+provides (:class:`SubjectInfo`) and then runs one law at a time on request, sending back the
+:class:`~properties.running.runner.LawResult` as data. The parent owns the table, the JSON report and the
+exit status; whatever the subject does inside a worker reaches the parent only as
 a result record:
 
 * it exits (``sys.exit``, ``os._exit``), segfaults, or is killed (out of memory) → a failed result, cause
@@ -38,6 +39,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from properties.running import processes
 from properties.running.loading import ImplementationError
 from properties.running.runner import LAWS, LawResult, Task
 
@@ -90,12 +92,14 @@ class SubjectInfo:
 
 @dataclasses.dataclass(frozen=True)
 class WorkerOptions:
-    """How workers run: per-law time limit (s), memory cap (bytes, None: none), torch threads, temp directory."""
+    """How workers run: per-law time limit (s), memory cap (bytes, None: none), torch threads, temp directory,
+    and the environment they run in (the verifier's, with Hypothesis' files sent to the temp directory)."""
 
     timeout: float
     memory_limit: int | None
     threads: int
     tmp: str
+    environ: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def _physical_memory() -> int | None:
@@ -124,13 +128,14 @@ def default_memory_limit(workers: int) -> int | None:
 def _worker_main(conn: multiprocessing.connection.Connection, spec: str, options: WorkerOptions, log: str) -> None:
     """The worker process: load the implementation, then answer run requests until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    processes.install_environment(options.environ)
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     if options.memory_limit:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_AS, (options.memory_limit, options.memory_limit))
-    import torch  # after the limits: a worker's torch is its own
+    import torch  # imported by the fork server already (or now, when spawned): a worker's torch is its own
 
     from properties.library import state
     from properties.running.loading import load
@@ -187,7 +192,7 @@ class _Worker:
     """One worker process and the task it is running."""
 
     def __init__(self, spec: str, options: WorkerOptions, index: int) -> None:
-        ctx = multiprocessing.get_context("spawn")
+        ctx = processes.context()
         self.log = str(Path(options.tmp) / f"worker-{index}.log")
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker_main, args=(child, spec, options, self.log), daemon=True)
@@ -295,17 +300,18 @@ class Pool:
         self.spec = spec
         self.size = max(1, workers)
         self._tmp = tempfile.mkdtemp(prefix="nanolm-verify-")
-        self.options = WorkerOptions(timeout, memory_limit, threads, self._tmp)
+        environ = {**processes.environment(), "HYPOTHESIS_STORAGE_DIRECTORY": str(Path(self._tmp) / "hypothesis")}
+        self.options = WorkerOptions(timeout, memory_limit, threads, self._tmp, environ)
         self._started = 0
         self._workers: list[_Worker] = []
         self.interrupted: int | None = None  # the signal that stopped the run, if one did
-        with self._environment():  # every worker starts now: they import torch and the subject side by side
-            started = [self._spawn() for _ in range(self.size)]
+        started = [self._spawn() for _ in range(self.size)]  # every worker starts now: subjects load side by side
         try:
             self.info = started[0].hello(max(120.0, timeout))
         except BaseException:
             for w in started:
                 w.kill()
+            shutil.rmtree(self._tmp, ignore_errors=True)  # the worker logs: nothing is left behind
             raise
         self._workers.append(started[0])
         for w in started[1:]:
@@ -322,26 +328,12 @@ class Pool:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextlib.contextmanager
-    def _environment(self) -> Iterator[None]:
-        """Spawned workers inherit this: Hypothesis' files go to the run's temp directory."""
-        key, saved = "HYPOTHESIS_STORAGE_DIRECTORY", os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY")
-        os.environ[key] = str(Path(self._tmp) / "hypothesis")
-        try:
-            yield
-        finally:
-            if saved is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = saved
-
     def _spawn(self) -> _Worker:
         self._started += 1
         return _Worker(self.spec, self.options, self._started)
 
     def _ready_worker(self) -> _Worker:
-        with self._environment():
-            w = self._spawn()
+        w = self._spawn()
         w.hello(max(120.0, self.options.timeout))
         return w
 

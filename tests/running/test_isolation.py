@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -83,9 +84,11 @@ def test_printing_garbage_does_not_reach_the_verdict(tmp_path, capsys):
     assert status == 0 and "more garbage" not in out + err and "\x1b[2J" not in out + err
 
 
-def test_exiting_at_import_is_a_usage_error(capsys):
+def test_exiting_at_import_is_a_usage_error_that_leaves_no_temporary_files(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the run's temporary directory goes
     assert main(["check", str(HOSTILE / "exits_at_import.py"), *ONE_LAW]) == 2
     assert "SystemExit" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # the workers' logs went with the failed start
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
