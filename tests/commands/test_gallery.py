@@ -195,3 +195,21 @@ def test_the_gallery_in_worker_processes_gives_the_same_verdicts_as_in_process()
 
     assert [verdict(d) for d in here] == [verdict(d) for d in there]
     assert all(d.ok for d in there)  # every one caught by its law (threads_at_import: its import's effect), ref passes
+
+
+def test_a_pending_entry_whose_law_cannot_run_here_is_as_expected_and_a_must_catch_one_is_a_miss():
+    """On a machine without an accelerator the device laws skip, for the entry and for the reference alike: the
+    pending entry is as expected (the kill matrix and bench/verdict_times.py exit 0); an entry that must be caught
+    but was not run is a miss."""
+    from properties.running.runner import LawResult
+
+    def skipped(law_id: str) -> LawResult:
+        return LawResult(law_id, LAWS[law_id].component, "fp32", "cpu", "skipped", "no accelerator here")
+
+    pending = PITFALLS["rmsnorm_device_shortcut"]
+    assert pending.pending
+    demo = teach.Demo(pending, skipped(pending.law), skipped(pending.law))
+    assert demo.ok and not demo.caught
+    must = PITFALLS["mean_subtraction"]
+    assert not must.pending
+    assert not teach.Demo(must, skipped(must.law), skipped(must.law)).ok
