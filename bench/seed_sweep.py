@@ -21,16 +21,17 @@ import time
 from pathlib import Path
 
 
-def sweep(impl: str, seed: int, args: argparse.Namespace, out: Path) -> tuple[list[dict], float]:
+def sweep(impl: str, seed: int, args: argparse.Namespace, out: Path) -> tuple[list[dict], float, str]:
     report = out / f"{impl.replace('/', '_')}-seed{seed}.json"
     cmd = [sys.executable, "-m", "properties.entry.cli", "check", impl, "--profile", args.profile, "-q"]
     cmd += ["--seed", str(seed), "--workers", str(args.workers), "--json", str(report)]
     cmd += [f"--only={sel}" for sel in args.only]
     start = time.perf_counter()
-    subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=out)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=out)
     elapsed = time.perf_counter() - start
     results = json.loads(report.read_text())["results"] if report.exists() else []
-    return results, elapsed
+    why = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-2:])  # when there is no report
+    return results, elapsed, why
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,14 +51,14 @@ def main(argv: list[str] | None = None) -> int:
         for impl in args.impls:
             total, bad_runs, seconds = 0, 0, 0.0
             for seed in range(1, args.seeds + 1):
-                results, elapsed = sweep(impl, seed, args, out)
+                results, elapsed, why = sweep(impl, seed, args, out)
                 bad = [r for r in results if r["status"] not in ("passed", "skipped", "xfailed")]
                 total, seconds = total + len(results), seconds + elapsed
                 bad_runs += bool(bad) or not results
                 line = f"{impl} seed {seed:2d}: {len(results):3d} results, {len(bad)} failed, {elapsed:6.1f} s"
                 print(line, flush=True)
                 if not results:
-                    failures.append(f"{impl} seed {seed}: no report")
+                    failures.append(f"{impl} seed {seed}: no report ({why})")
                 for r in bad:
                     first = (r["message"] or "").splitlines()[0] if r["message"] else ""
                     failures.append(f"{impl} seed {seed}: {r['law_id']} [{r['dtype']}] {r['cause']}: {first}")
