@@ -449,8 +449,8 @@ def _mix(e: np.ndarray, W: np.ndarray, random_weights: bool) -> np.ndarray:
     # the 2-norm scaled by the largest term of each side: e² of an error near 1e-300 underflows to 0 in float64
     se = np.max(np.abs(e), axis=-1, keepdims=True)
     sw = float(np.max(np.abs(W), initial=0.0))
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        en = np.where(se > 0, e / np.where(se > 0, se, 1.0), 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        en = e / np.where(se > 0, se, 1.0)  # a row of zeros stays zeros
         wn = W / sw if sw > 0 else W
         prob = LAMBDA * se * sw * np.sqrt((en * en) @ (wn * wn).T)
     return np.minimum(det, np.where(np.isnan(prob), np.inf, prob))
