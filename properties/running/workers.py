@@ -311,7 +311,7 @@ class Pool:
         except BaseException:
             for w in started:
                 w.kill()
-            shutil.rmtree(self._tmp, ignore_errors=True)  # the worker logs: nothing is left behind
+            self.close()  # the run's temporary directory (the worker logs) goes too
             raise
         self._workers.append(started[0])
         for w in started[1:]:
