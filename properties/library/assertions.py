@@ -126,7 +126,7 @@ def assert_matches_golden(actual: torch.Tensor, golden: Any, bound: Bound, *, wh
         fail(f"{what}: shape {a.shape} ≠ golden shape {hi.shape}")
     gold = _Golden(hi, lo)
     diff, err_ulp = _ulp.abs_error(a, gold, dtype), _ulp.ulp_error(a, gold, dtype)
-    allowed = np.broadcast_to(np.asarray(bound.abs, dtype=np.float64), hi.shape)
+    allowed = np.broadcast_to(np.asarray(bound.allowed, dtype=np.float64), hi.shape)
     with np.errstate(invalid="ignore"):
         reach = (np.abs(hi + lo) + allowed >= fmt(dtype).overflow_threshold) & np.isinf(a) & (np.sign(a) == np.sign(hi))
     ok = (diff <= allowed) | reach | _undetermined(allowed, dtype)
@@ -159,7 +159,7 @@ def assert_close(
     a, e = as_f64(actual), as_f64(expected)
     if a.shape != e.shape:
         fail(f"{what}: shape {a.shape} ≠ {expected_name} shape {e.shape}")
-    allowed = np.broadcast_to(np.asarray(bound.abs, dtype=np.float64), e.shape)
+    allowed = np.broadcast_to(np.asarray(bound.allowed, dtype=np.float64), e.shape)
     special = np.broadcast_to(np.asarray(exact_nonfinite, dtype=bool), e.shape)
     with np.errstate(invalid="ignore", over="ignore"):
         finite = np.isfinite(a) & np.isfinite(e)
@@ -189,7 +189,7 @@ def _record_headroom(diff: np.ndarray, bound: Bound, judged: np.ndarray) -> None
         return
     with np.errstate(all="ignore"):
         d = diff[judged]
-        allowed = np.broadcast_to(bound.abs, diff.shape)[judged]
+        allowed = np.broadcast_to(bound.allowed, diff.shape)[judged]
         ratio = np.where(d > 0, d / allowed, 0.0)
         at = int(np.argmax(ratio))
         room = float(ratio[at])
@@ -222,7 +222,7 @@ def _judge(
     in_ulps: bool = True,
 ) -> float:
     __tracebackhide__ = True
-    allowed = np.broadcast_to(np.asarray(bound.abs, dtype=np.float64), diff.shape)
+    allowed = np.broadcast_to(np.asarray(bound.allowed, dtype=np.float64), diff.shape)
     judged = np.isfinite(allowed)  # infinite bound: not determined in this dtype (_undetermined)
     finite = err_ulp[judged] if err_ulp.size else err_ulp
     max_ulp = float(finite.max()) if finite.size else 0.0
@@ -259,8 +259,23 @@ def _judge(
         f"  worst at {_index(i, a.shape)}: {golden_name} {_fmt(float(g.flat[i]))}, actual {_fmt(float(a.flat[i]))}, "
         f"|actual − {golden_name}| {diff.flat[i]:.4g} > allowed {allowed.flat[i]:.4g}"
         + (f"\n  max ULP error over all elements {max_ulp:.4g}" if in_ulps else "")
+        + _tier_line(bound, diff, bad, i)
     )
     return max_ulp
+
+
+def _tier_line(bound: Bound, diff: np.ndarray, bad: np.ndarray, i: int) -> str:
+    """Which tier the worst element failed, and with what probability a correct implementation would."""
+    never = "deterministic (every input, order and accepted convention: a correct implementation never exceeds it)"
+    tier = bound.tier(float(diff.flat[i]), i) if bound.prob is not None else "deterministic"
+    if tier != "probabilistic":
+        return f"\n  tier: {never}"
+    det = float(np.broadcast_to(bound.abs, diff.shape).flat[i])
+    beyond = int(np.sum(bad & (diff > np.broadcast_to(bound.abs, diff.shape))))
+    return (
+        f"\n  tier: {bound.prob_note}; within the deterministic bound {det:.4g} "
+        f"({beyond} of {diff.size} elements beyond it)"
+    )
 
 
 def assert_bitwise_equal(

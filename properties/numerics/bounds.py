@@ -62,6 +62,7 @@ import numpy as np
 import torch
 
 from golden.formats import fmt
+from properties.numerics import sites
 from properties.numerics import ulp as _ulp
 
 __all__ = [
@@ -79,6 +80,7 @@ __all__ = [
     "declared_arithmetic",
     "gamma",
     "order_class",
+    "probabilistic",
     "reduction_roundings",
     "rmsnorm",
     "rmsnorm_drift",
@@ -93,6 +95,7 @@ __all__ = [
     "swiglu_drift",
     "swiglu_linearity",
     "swiglu_vjp",
+    "tier_lambda",
 ]
 
 LAMBDA = 6.0  # Hoeffding confidence of the random-sign propagation: P(exceeded) ≤ 2·exp(−λ²/2) per element
@@ -109,7 +112,10 @@ class Bound:
     ``formula``   printed in failure messages: the formula, its symbols, the numbers substituted;
     ``dtype``     errors are also measured in ULPs of this dtype (None: a derived quantity, absolute errors);
     ``overflow``  True where an accepted convention overflows in an intermediate (bound +inf: not judged);
-    ``pairwise``  the tight reference: the same analysis with pairwise reductions (≤ ``abs``; reported only).
+    ``pairwise``  the tight reference: the same analysis with pairwise reductions (≤ ``abs``; reported only);
+    ``prob``      the probabilistic tier (inputs drawn with independent random signs, :func:`probabilistic`):
+                  allowed |actual − expected| per element, +inf where it does not apply; None: nowhere;
+    ``prob_note`` its λ, the probability that a correct implementation exceeds it, and the model.
     """
 
     abs: np.ndarray
@@ -119,6 +125,22 @@ class Bound:
     dtype: torch.dtype | None = None
     overflow: np.ndarray | None = None
     pairwise: np.ndarray | None = None
+    prob: np.ndarray | None = None
+    prob_note: str = ""
+
+    @property
+    def allowed(self) -> np.ndarray:
+        """What the comparison may differ by: ``abs``, and where the probabilistic tier applies, ≤ ``prob``."""
+        return self.abs if self.prob is None else np.minimum(self.abs, self.prob)
+
+    def tier(self, diff: float, index: int) -> str:
+        """Which tier an error ``diff`` at flat ``index`` fails: "deterministic" (beyond ``abs``) or
+        "probabilistic" (within ``abs``, beyond ``prob``) — "" when it fails neither."""
+        if not diff <= float(np.broadcast_to(self.abs, np.shape(self.abs)).flat[index]):
+            return "deterministic"
+        if self.prob is not None and not diff <= float(self.prob.flat[index]):
+            return "probabilistic"
+        return ""
 
     @property
     def max_ulps(self) -> float:
@@ -579,8 +601,12 @@ def _finish(
     *,
     roundings_t: int = 1,
     overflow: np.ndarray | None = None,
+    var: np.ndarray | None = None,
+    fixed: np.ndarray | float = 0.0,
 ) -> Bound:
-    """δ scaled for second-order terms; abs = δ + ½·ulp_t(|y| + δ); ulps at y (the golden value to first order)."""
+    """δ scaled for second-order terms; abs = δ + ½·ulp_t(|y| + δ); ulps at y (the golden value to first order).
+    ``var``: the probabilistic tier's variance proxy per element (+inf where it does not apply) and ``fixed`` its
+    deterministic part: prob = (λ·√var + fixed)·(second-order factor) + ½·ulp_t (:func:`probabilistic`)."""
     second = 1.0 / (1.0 - roundings_t * p.ut - 64 * p.uc)
 
     def total(e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -603,7 +629,42 @@ def _finish(
     mx = float(np.max(ulps[np.isfinite(ulps)])) if np.isfinite(ulps).any() else float("inf")
     formula = f"{formula_core} = max {mx:.4g} ULP ({accuracy_class(mx)}) [{component}, {p.name}, {shape_note}]"
     ov = None if overflow is None else np.broadcast_to(np.asarray(overflow, dtype=bool), ab.shape).copy()
-    return Bound(ab, ulps, formula, component, p.t, ov, pw)
+    prob, note = None, ""
+    if var is not None and not declared_arithmetic():
+        applies = np.broadcast_to(np.isfinite(var), ab.shape)
+        if ov is not None:
+            applies = applies & ~ov
+        if applies.any():
+            lam = tier_lambda(int(applies.sum()))
+            with np.errstate(all="ignore"):
+                delta = (lam * np.sqrt(np.where(applies, var, 0.0)) + fixed) * second
+                prob = np.where(applies, delta + 0.5 * _ulp.ulp(np.abs(y.v) + delta, p.t), np.inf)
+            note = probabilistic(lam, int(applies.sum()))
+    return Bound(ab, ulps, formula, component, p.t, ov, pw, prob, note)
+
+
+# ------------------------------------------------------------------------------------ the probabilistic tier
+TIER_RUN_PROBABILITY = 1e-9  # a correct implementation fails one law run through this tier with at most this chance
+TIER_COMPARISONS = 10**5  # the comparisons one law run makes at most (thorough: 1000 examples × ≤ 100 comparisons)
+
+
+def tier_lambda(m: int) -> float:
+    """λ with 2m·exp(−λ²/2) = ½·10⁻⁹/10⁵: the m elements of one comparison all stay within λσ but with probability
+    ≤ 5·10⁻¹⁵ (and the random signs of the weights' dot products hold their partial sums but with 5·10⁻¹⁵:
+    ``sites.SIGN_TAIL``), so a law run of ≤ 10⁵ comparisons fails through the tier with probability ≤ 10⁻⁹."""
+    return math.sqrt(2 * math.log(4 * max(int(m), 1) * TIER_COMPARISONS / TIER_RUN_PROBABILITY))
+
+
+def probabilistic(lam: float, m: int) -> str:
+    """The probabilistic tier, in words: its formula, λ, and the probability that a correct implementation
+    exceeds it (``sites`` module docstring: the model and the derivation)."""
+    p = min(1.0, 4 * m * math.exp(-lam * lam / 2))
+    return (
+        f"probabilistic tier λ·√(Σ_k c_k²B_k²) + ½ ULP, λ = {lam:.3g}: a correct implementation exceeds it with "
+        f"probability ≤ {p:.1g} in this comparison, ≤ {TIER_RUN_PROBABILITY:g} in a law run of ≤ "
+        f"{TIER_COMPARISONS:.0e} comparisons (rounding errors of mean zero, any order: Higham & Mary 2019; inputs "
+        "with independent random signs)"
+    )
 
 
 def _exact(t: Any) -> np.ndarray:
@@ -628,7 +689,7 @@ RMSNORM_FORMULA = (
 )
 
 
-def rmsnorm(x: Any, weight: Any, eps: float, dtype: Any) -> Bound:
+def rmsnorm(x: Any, weight: Any, eps: float, dtype: Any, *, random_rows: Any = False) -> Bound:
     """Bound for RMSNorm y = x·r·w, r = (Σx²/D + ε)^(-1/2), output in dtype t (compute in c).
 
     Derivation (first order, relative to |y_i|): Σx²/D in c errs by ≤ γ_(D+1)(u_c) in any order (D squares,
@@ -639,13 +700,21 @@ def rmsnorm(x: Any, weight: Any, eps: float, dtype: Any) -> Bound:
         |ŷ − y| ≤ [½γ_(D+1)ρ + ½(2 − ρ)u_c + 4u_c]·|y| + [t ≠ c]·u_t·|y| + ½·ulp_t(|y| + δ)
 
     Rows whose Σx² overflows c are not judged (``overflow``: every accepted convention returns 0 there).
+
+    ``random_rows`` (True, or a mask over the rows): the law drew these rows with independent random signs and
+    magnitudes; those that also pass ``sites.model_rows`` are judged by the probabilistic tier too
+    (``sites.rmsnorm``: Σx² in any order within λ·u·√Q(x²) instead of γ_(D+1)·Σx²).
     """
     p = _P(fmt(dtype).dtype)
     X, w = _exact(x), _exact(weight)
     D = X.shape[-1]
     y, sq_over = _rmsnorm_e(_given(X, p), w, float(eps), p)
     ov = (_row_overflow([y.v], p, X.shape[:-1]) | sq_over)[..., None] & np.ones(X.shape, dtype=bool)
-    return _finish(y, p, "rmsnorm", RMSNORM_FORMULA, f"D={D}", roundings_t=1, overflow=ov)
+    var = None
+    model = np.asarray(random_rows, dtype=bool) & sites.model_rows(X, fmt(p.c).smallest_normal)
+    if model.any():
+        var = np.where(model[..., None], sites.rmsnorm(X, w, float(eps), p)[1], np.inf)
+    return _finish(y, p, "rmsnorm", RMSNORM_FORMULA, f"D={D}", roundings_t=1, overflow=ov, var=var)
 
 
 def between(a: Bound, b: Bound | None = None, *, formula: str | None = None) -> Bound:
@@ -655,7 +724,8 @@ def between(a: Bound, b: Bound | None = None, *, formula: str | None = None) -> 
     pw = None if a.pairwise is None or b.pairwise is None else a.pairwise + b.pairwise
     ov = None if a.overflow is None and b.overflow is None else _either(a.overflow, b.overflow, a.abs.shape)
     text = formula or (f"2·({a.formula})" if b is a else f"({a.formula}) + ({b.formula})")
-    return Bound(a.abs + b.abs, None, text, a.component, a.dtype, ov, pw)
+    prob = None if a.prob is None or b.prob is None else a.prob + b.prob  # each within its tier: the sum (2·10⁻⁹)
+    return Bound(a.abs + b.abs, None, text, a.component, a.dtype, ov, pw, prob, a.prob_note if prob is not None else "")
 
 
 def _either(m1: np.ndarray | None, m2: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
@@ -810,7 +880,8 @@ def swiglu(x: Any, w_gate: Any, w_up: Any, w_down: Any, dtype: Any, *, random_we
         f"0.5 + δ; γ_D, γ_F any order (pairwise reference ⌈log2⌉), silu 4u_c, roundings of g,u,silu,h to t "
         f"(u_t={p.ut:.3g}, u_c={p.uc:.3g}), {mix}"
     )
-    return _finish(y, p, "swiglu", core, f"D={D}, F={F}", roundings_t=6, overflow=ov)
+    var = sites.swiglu(X2, Wg, Wu, Wd, p)[1].reshape(y.v.shape) if random_weights else None
+    return _finish(y, p, "swiglu", core, f"D={D}, F={F}", roundings_t=6, overflow=ov, var=var)
 
 
 def silu(z: Any, dtype: Any) -> Bound:
@@ -920,14 +991,15 @@ def swiglu_vjp(x: Any, w_gate: Any, w_up: Any, w_down: Any, grad_out: Any, dtype
 
 
 # -------------------------------------------------------------------------------- attention, Block
-def _rope_e(q: _E, T: int, K: int, theta: float, p: _P) -> _E:
-    """q' = q⊙cos + rotate_half(q)⊙sin. Angles t·θ^(−2i/K) computed in c: |Δangle| ≤ 4u_c·t·ω_i (pow, divide,
-    multiply); cos/sin in c (+u_c) and possibly rounded to t (HF); both products and the sum possibly rounded to t.
+def _rope_e(q: _E, pos: np.ndarray, K: int, theta: float, p: _P) -> _E:
+    """q' = q⊙cos + rotate_half(q)⊙sin at positions ``pos``. Angles t·ω_i, ω_i = θ^(−2i/K) formed in c
+    (``sites.rope_frequencies``: ≤ (3 + ln θ·2i/K where 2i/K is inexact)·u_c), times t (u_c): |Δangle| ≤ t·ω_i·(B_i +
+    u_c); cos/sin in c (+u_c) and possibly rounded to t (HF); both products and the sum possibly rounded to t.
     """
-    i = np.arange(K // 2)
-    freq = theta ** (-2.0 * i / K)
-    ang = np.arange(T)[:, None] * np.concatenate([freq, freq])[None, :]  # (T, K)
-    dang = (4 * p.uc * ang + p.uc).reshape(1, T, 1, K)  # angle error plus the cos/sin evaluation error (absolute)
+    freq, b_freq = sites.rope_frequencies(K, theta, p.uc)
+    ang = np.asarray(pos)[:, None] * np.concatenate([freq, freq])[None, :]  # (T, K)
+    T = ang.shape[0]
+    dang = (ang * (np.concatenate([b_freq, b_freq]) + p.uc) + p.uc).reshape(1, T, 1, K)  # angle + cos/sin errors
     cos_e = _to_t(_E(np.cos(ang).reshape(1, T, 1, K), dang, dang), p)
     sin_e = _to_t(_E(np.sin(ang).reshape(1, T, 1, K), dang, dang), p)
     half = K // 2
@@ -938,23 +1010,26 @@ def _rope_e(q: _E, T: int, K: int, theta: float, p: _P) -> _E:
     return _to_t(_op(_add(a, b), p), p)
 
 
-def _attention_e(a: _E, W: tuple[np.ndarray, ...], cfg: Any, p: _P, rnd: bool) -> _E:
+def _attention_e(a: _E, W: tuple[np.ndarray, ...], cfg: Any, p: _P, rnd: bool, J: np.ndarray | None = None) -> _E:
+    """The attention output at the query tokens J (default all), every key of the sequence."""
     wq, wk, wv, wo = W
     B, T, D = a.v.shape
+    J = np.arange(T) if J is None else np.asarray(J)
     H, G = cfg.n_heads, cfg.n_kv_heads
     K = D // H
 
     def heads(e: _E, n: int) -> _E:
-        return e.map(lambda arr: arr.reshape(B, T, n, K))
+        return e.map(lambda arr: arr.reshape(B, arr.shape[1], n, K))
 
-    q = _rope_e(heads(_linear(a, wq, p, rnd), H), T, K, float(cfg.rope_theta), p)
-    k = _rope_e(heads(_linear(a, wk, p, rnd), G), T, K, float(cfg.rope_theta), p)
+    theta = float(cfg.rope_theta)
+    q = _rope_e(heads(_linear(a.map(lambda arr: arr[:, J]), wq, p, rnd), H), J, K, theta, p)
+    k = _rope_e(heads(_linear(a, wk, p, rnd), G), np.arange(T), K, theta, p)
     v = heads(_linear(a, wv, p, rnd), G)
     k, v = (e.map(lambda arr: np.repeat(arr, H // G, axis=2)) for e in (k, v))
     inv = 1.0 / math.sqrt(K)
     sc = _contract(q, k, "bthj,bshj->bhts", K, p).map(lambda arr: arr * inv)
     sc = _to_t(_op(_to_t(sc, p), p), p)  # matmul → t, × scale → t
-    causal = np.tril(np.ones((T, T), dtype=bool))
+    causal = np.arange(T)[None, :] <= J[:, None]  # (len(J), T)
     s = np.where(causal, sc.v, -np.inf)
     ex = np.where(causal, np.exp(s - s.max(axis=-1, keepdims=True)), 0.0)
     prob = ex / ex.sum(axis=-1, keepdims=True)
@@ -966,7 +1041,7 @@ def _attention_e(a: _E, W: tuple[np.ndarray, ...], cfg: Any, p: _P, rnd: bool) -
         e = np.where(causal, e, 0.0)
         errs.append(prob * (e + np.sum(prob * e, axis=-1, keepdims=True)) + extra)
     pr = _to_t(_E(prob, errs[0], errs[1]), p)
-    o = _to_t(_contract(pr, v, "bhts,bshj->bthj", T, p), p).map(lambda arr: arr.reshape(B, T, H * K))
+    o = _to_t(_contract(pr, v, "bhts,bshj->bthj", T, p), p).map(lambda arr: arr.reshape(B, len(J), H * K))
     return _linear(o, wo, p, rnd)
 
 
@@ -980,7 +1055,16 @@ def attention(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, config: Any, dtype: An
     return _finish(out, p, "attention", core, note, roundings_t=12)
 
 
-def block(x: Any, params: Mapping[str, Any], config: Any, dtype: Any, *, random_weights: bool = False) -> Bound:
+def block(
+    x: Any,
+    params: Mapping[str, Any],
+    config: Any,
+    dtype: Any,
+    *,
+    random_weights: bool = False,
+    random_rows: bool = False,
+    tokens: Any = None,
+) -> Bound:
     """Bound for the pre-norm Block out = h + SwiGLU(RMSNorm(h)), h = x + attn(RMSNorm(x)), output in t.
 
     Conventions covered in addition to those of :func:`rmsnorm` and :func:`swiglu`: the reference (projections
@@ -990,33 +1074,45 @@ def block(x: Any, params: Mapping[str, Any], config: Any, dtype: Any, *, random_
     each stage propagate first-order into the next (RMSNorm through its Jacobian r·w(I − x xᵀ r²/D),
     softmax through p(Δs − Σ p Δs)); every sum and dot product in any order; the projections mix errors
     probabilistically only for ``random_weights`` (the laws' drawn weights); + ½ ULP.
+
+    ``tokens`` (query indices, default all): the bound of out[:, tokens] only (every key still counts): a long
+    sequence is judged on a sample of its positions. The probabilistic tier (``sites.block``) applies when the law
+    drew the weights (``random_weights``) and every row of x with independent random signs (``random_rows``) that
+    passes ``sites.model_rows``.
     """
     p = _P(fmt(dtype).dtype)
     X = _exact(x)
     P = {k: _exact(v) for k, v in params.items()}
     eps = float(config.norm_eps)
     xs = _given(X, p)
+    B, T, D = X.shape
+    J = np.arange(T) if tokens is None else np.asarray(tokens)
     a, ov1 = _rmsnorm_e(xs, P["attn_norm.weight"], eps, p)
     a = _to_t(a, p)  # the norm's output is stored in t (the ½ ULP final rounding of RMSNorm)
     W = tuple(P[f"attn.{n}.weight"] for n in ("wq", "wk", "wv", "wo"))
-    h = _round(_add(xs, _attention_e(a, W, config, p, random_weights)), p.u_store, p.tiny_store)  # residual in t
+    xj = xs.map(lambda arr: arr[:, J])
+    h = _round(_add(xj, _attention_e(a, W, config, p, random_weights, J)), p.u_store, p.tiny_store)  # in t
     b, ov2 = _rmsnorm_e(h, P["ffn_norm.weight"], eps, p)
     b = _round(b, p.u_store, p.tiny_store)
-    B, T, D = X.shape
+    nJ = len(J)
     Wf = (P["ffn.w_gate.weight"], P["ffn.w_up.weight"], P["ffn.w_down.weight"])
-    f, t = _swiglu_e(b.map(lambda arr: arr.reshape(B * T, D)), *Wf, p, random_weights)
-    f = _round(f.map(lambda arr: arr.reshape(B, T, D)), p.u_store, p.tiny_store)  # the FFN output is stored in t
+    f, t = _swiglu_e(b.map(lambda arr: arr.reshape(B * nJ, D)), *Wf, p, random_weights)
+    f = _round(f.map(lambda arr: arr.reshape(B, nJ, D)), p.u_store, p.tiny_store)  # the FFN output is stored in t
     out = _add(h, f)
     if p.demoted:  # declared c narrower than t: the last residual sum may run in c (then exact in t)
         out = _op(out, p)
-    ov = _row_overflow([t["g"].v, t["u"].v, t["h"].v], p, (B * T,)).reshape(B, T) | ov1 | ov2
-    ov = np.broadcast_to(ov[..., None], X.shape)
+    ov = _row_overflow([t["g"].v, t["u"].v, t["h"].v], p, (B * nJ,)).reshape(B, nJ) | ov1[:, J] | ov2
+    ov = np.broadcast_to(ov[..., None], (B, nJ, D))
     core = (
         "0.5 + δ; RMSNorm → attention (RoPE, scores, softmax, p·v) → residual → RMSNorm → SwiGLU → residual, "
         "every HF-bf16 rounding to t, every sum in any order"
     )
-    note = f"D={D}, T={T}, H={config.n_heads}, G={config.n_kv_heads}, F={Wf[0].shape[0]}"
-    return _finish(out, p, "block", core, note, roundings_t=24, overflow=ov)
+    judged = "" if nJ == T else f" ({nJ} positions judged)"
+    note = f"D={D}, T={T}{judged}, H={config.n_heads}, G={config.n_kv_heads}, F={Wf[0].shape[0]}"
+    var, fixed = None, 0.0
+    if random_weights and random_rows and bool(sites.model_rows(X, fmt(p.c).smallest_normal).all()):
+        var, fixed = sites.block(X, P, config, p, J)
+    return _finish(out, p, "block", core, note, roundings_t=24, overflow=ov, var=var, fixed=fixed)
 
 
 # A backward pass through a block crosses ≤ 8 sequential sub-layers (norm, q/k/v, RoPE, scores, softmax, p·v,

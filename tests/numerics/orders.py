@@ -207,3 +207,54 @@ def attention(x: np.ndarray, W: tuple[np.ndarray, ...], H: int, G: int, theta: f
     o = dot(p[:, :, :, None, :], np.swapaxes(v, -1, -2)[:, :, None, :, :], order)  # (B, H, T, K)
     heads = to_t(o.transpose(0, 2, 1, 3).reshape(B * T, H * K), t)
     return to_t(matvec(heads, wo, order), t).reshape(B, T, D)
+
+
+def _rope(a: np.ndarray, cos: np.ndarray, sin: np.ndarray, t: torch.dtype, hf: bool) -> np.ndarray:
+    """a⊙cos + rotate_half(a)⊙sin in c; HF rounds each product and the sum to t."""
+    half = a.shape[-1] // 2
+    rot = np.concatenate([-a[..., half:], a[..., :half]], axis=-1)
+    r = (lambda v: to_t(v, t)) if hf else (lambda v: v)
+    return r(r(a * cos) + r(rot * sin))
+
+
+def block(x: np.ndarray, P: dict[str, np.ndarray], cfg, t: torch.dtype, order: str, hf: bool = False) -> np.ndarray:
+    """The pre-norm Block of rows x (1, T, D) with every dot product and sum in ``order``: the reference (norms in c
+    rounded once, projections rounded to t, RoPE / scores / softmax / p·v in c, heads rounded to t, SwiGLU and the
+    residuals in t) or HF's eager decoder layer in t (``hf``: x·r rounded before ·w, cos/sin, RoPE products, q·kᵀ,
+    the scaling, the probabilities, p·v and every SwiGLU intermediate rounded to t)."""
+    c = compute_dtype(t)
+    _, T, D = x.shape
+    H, G = cfg.n_heads, cfg.n_kv_heads
+    K = D // H
+    eps = cfg.norm_eps
+    Pc = {k: v.astype(c) for k, v in P.items()}
+    rows = x[0]
+    sums = "sequential" if order == "fma" else order  # (sums of squares: no products to fuse)
+    a = rmsnorm(rows, P["attn_norm.weight"], eps, t, sums, hf=hf).astype(c)
+
+    def proj(w: np.ndarray, n: int) -> np.ndarray:
+        return to_t(matvec(a, w, order), t).reshape(T, n, K).transpose(1, 0, 2)  # (n, T, K)
+
+    q, k, v = proj(Pc["attn.wq.weight"], H), proj(Pc["attn.wk.weight"], G), proj(Pc["attn.wv.weight"], G)
+    inv = (c(1) / c(cfg.rope_theta) ** (np.arange(0, K, 2, dtype=c) / c(K))).astype(c)
+    ang = np.arange(T, dtype=c)[:, None] * inv[None, :]
+    ang = np.concatenate([ang, ang], axis=-1)
+    cos, sin = (f(ang.astype(np.float64)).astype(c) for f in (np.cos, np.sin))
+    if hf:
+        cos, sin = to_t(cos, t), to_t(sin, t)
+    q, k = _rope(q, cos, sin, t, hf), _rope(k, cos, sin, t, hf)
+    k, v = np.repeat(k, H // G, axis=0), np.repeat(v, H // G, axis=0)
+    scores = dot(q[:, :, None, :], k[:, None, :, :], order)  # (H, T, T)
+    scores = to_t(to_t(scores, t) * c(1 / math.sqrt(K)), t) if hf else scores / c(math.sqrt(K))
+    causal = np.tril(np.ones((T, T), dtype=bool))
+    scores = np.where(causal, scores, c(-np.inf))
+    e = np.where(causal, _exp(scores - scores.max(axis=-1, keepdims=True)), c(0))
+    p = e / reduce(e, "sequential" if order == "fma" else order)[..., None]
+    if hf:
+        p = to_t(p, t)
+    o = dot(p[:, :, None, :], np.swapaxes(v, -1, -2)[:, None, :, :], order)  # (H, T, K)
+    heads = to_t(o.transpose(1, 0, 2).reshape(T, H * K), t)
+    h = to_t(rows.astype(c) + to_t(matvec(heads, Pc["attn.wo.weight"], order), t), t)
+    b = rmsnorm(h, P["ffn_norm.weight"], eps, t, sums, hf=hf).astype(c)
+    fused, hf_y = swiglu(b, P["ffn.w_gate.weight"], P["ffn.w_up.weight"], P["ffn.w_down.weight"], t, order)
+    return to_t(h + (hf_y if hf else fused).astype(c), t)[None]

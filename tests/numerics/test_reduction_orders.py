@@ -54,8 +54,9 @@ def adversarial_rows(D: int, dtype: torch.dtype, seed: int = 0) -> np.ndarray:
 def _ratio(y: np.ndarray, gold: golden.Golden, b: bounds.Bound, dtype: torch.dtype) -> float:
     """max |y − golden| / bound.abs over the judged elements (y already rounded to dtype)."""
     err = ulp.abs_error(torch.from_numpy(y).to(dtype), gold)
-    judged = np.isfinite(b.abs)
-    return float(np.max(np.where(judged & (err > 0), err / b.abs, 0.0)))
+    allowed = b.allowed  # both tiers: the deterministic one, and the probabilistic one where it applies
+    judged = np.isfinite(allowed)
+    return float(np.max(np.where(judged & (err > 0), err / allowed, 0.0)))
 
 
 def _report(record_property, title: str, worst: dict[str, float]) -> None:

@@ -1,0 +1,435 @@
+"""The probabilistic tier's error analysis: for each output element, the variance proxy Σ_k c_k²·B_k² of its
+first-order rounding error over every rounding *site* k of every accepted way of computing it.
+
+Model (Higham & Mary 2019, "A new approach to probabilistic rounding error analysis", Model 2.1, in the
+martingale form of Connolly, Higham & Mary 2021 and of Ipsen & Zhou 2020): each rounding error δ_k — of an
+operation's result, a rounding to the storage dtype, or a partial sum of a reduction — has mean zero given the
+rounding errors committed before it, and |δ_k| ≤ B_k (u of its format times the value, plus the absolute error of
+a rounding in the subnormal range); the order of operations does not depend on the values. Then, to first order,
+
+    ŷ − y = Σ_k c_k·δ_k,   c_k = ∂y/∂(the value at site k), evaluated at the exact values,
+
+and the Azuma–Hoeffding inequality gives |ŷ − y| ≤ λ·√(Σ_k c_k²·B_k²) with probability ≥ 1 − 2·exp(−λ²/2) (the
+telescoping over operations in computation order makes each term a martingale difference: its coefficient depends
+only on the roundings before it, which moves it by the second-order factor that ``bounds._finish`` applies).
+This module computes that variance proxy ("var") per output element; ``bounds`` turns it into the probabilistic
+tier and states λ and the probability. Everything here is exact float64 arithmetic on the exact inputs.
+
+Reductions, in any order. A sum of n terms p_i evaluated by any binary tree (sequential, L-lane, pairwise,
+blocked, split-K) commits one rounding at each of its n − 1 additions ν, of size ≤ u·|S_ν| (S_ν: the exact partial
+sum at ν), and m roundings per term (a product, a scaling). Sorting the additions by their number of terms, the ν-th
+has at most ν + 1 terms (its subtree's additions all come before it), so for *every* tree
+
+    Σ_ν S_ν² ≤ Q(p) = Σ_{k=2..n} min(Σ|p|, k·max|p|)²,     var = u²·(Q(p) + m·Σ p²)      (:func:`tree_squares`)
+
+— λ·u·√Q ≤ λ·u·√(n−1)·Σ|p|, the √n·u of Higham & Mary's inner-product theorem, and smaller when no term
+dominates. (Kahan's compensated sum errs by ≤ 2u·Σ|p| ≤ λ·u·√Q: inside it without the model.) The model fails
+where rounding errors correlate — a constant or repeated row summed lane by lane, a dominant term that makes the
+later ones stagnate, subnormals — so the tier is applied only to inputs drawn with independent random signs and
+magnitudes (:func:`model_rows`); every other input keeps the deterministic bound alone.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Protocol
+
+import numpy as np
+
+__all__ = [
+    "model_rows",
+    "rmsnorm",
+    "swiglu",
+    "tree_squares",
+]
+
+_CHUNK = 1 << 22  # elements of a temporary (terms of many reductions at once) computed in one piece
+
+
+class Precisions(Protocol):
+    """What a site needs to know about the arithmetic (``bounds._P`` provides it)."""
+
+    uc: float  # unit roundoff of the compute dtype c
+    ut: float  # of the storage dtype t
+    narrow: bool  # an accepted convention may round intermediates to t (t narrower than c)
+    u_store: float  # a result stored in t
+    tiny_c: float  # absolute error of an operation in c that underflows (smallest normal of c)
+    tiny_t: float  # absolute error of a rounding to t in the subnormal range (half its spacing)
+
+
+def _es(spec: str, *operands: np.ndarray) -> np.ndarray:
+    """np.einsum with contraction-order optimisation (the default evaluates a many-operand product naively)."""
+    return np.einsum(spec, *operands, optimize=True)
+
+
+# ---------------------------------------------------------------------------------------------- reductions
+def tree_squares(total: np.ndarray, largest: np.ndarray, n: int | np.ndarray) -> np.ndarray:
+    """Q = Σ_{k=2..n} min(A, k·M)² for A = Σ|p| and M = max|p| of n terms: ≥ Σ_ν S_ν² over the n − 1 additions ν
+    of every binary summation tree (module docstring). Closed form with k₀ = clip(⌊A/M⌋, 1, n):
+    M²·(k₀(k₀+1)(2k₀+1)/6 − 1) + A²·(n − k₀)."""
+    A, M = np.asarray(total, dtype=np.float64), np.asarray(largest, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k0 = np.clip(np.floor(np.where(M > 0, A / M, 1.0)), 1.0, np.maximum(n, 1.0))
+    Q = M * M * (k0 * (k0 + 1) * (2 * k0 + 1) / 6 - 1) + A * A * (n - k0)
+    return np.where(n > 1, Q, 0.0)
+
+
+# A dot product with a weight row the verifier drew (independent entries of symmetric distribution): the signs of its
+# terms are independent fair coins given their magnitudes, so for the (value-independent) tree of any implementation
+# Σ_ν S_ν² = ‖Bε‖² with tr(BᵀB) = Σ_k p_k²·depth_k ≤ (n − 1)·Σp², and Hsu, Kakade & Zhang (2012, Thm 1: a
+# Rademacher vector is 1-sub-Gaussian) give Σ_ν S_ν² ≤ (1 + 2√t + 2t)·(n − 1)·Σp² but with probability e^(−t).
+# t is chosen so that 10⁸ such reductions in one comparison fail with probability ≤ 5·10⁻¹⁵ together.
+SIGN_TAIL = 51.4
+SIGN_FACTOR = 1 + 2 * SIGN_TAIL**0.5 + 2 * SIGN_TAIL
+
+
+def _reduction_var(total: np.ndarray, largest: np.ndarray, squares: np.ndarray, n: Any, u: float, tiny: float,
+                   per_term: int = 1, signs: bool = False) -> np.ndarray:  # fmt: skip
+    """u²·(min(Q, [random signs] SIGN_FACTOR·(n − 1)·Σp²) + per_term·Σp²) + the absolute errors of the operations
+    that may underflow (2n·tiny²)."""
+    partial = tree_squares(total, largest, n)
+    if signs:
+        partial = np.minimum(partial, SIGN_FACTOR * (np.asarray(n) - 1) * squares)
+    return u * u * (partial + per_term * squares) + 2 * np.asarray(n) * tiny * tiny
+
+
+def _linear_terms(a: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For y = a Wᵀ (rows of a, nn.Linear W (m, n)): Σ_k |W_jk a_k|, max_k |W_jk a_k| and Σ_k (W_jk a_k)²."""
+    aa, Wa = np.abs(a), np.abs(W)
+    total, squares = aa @ Wa.T, (aa * aa) @ (Wa * Wa).T
+    largest = np.empty_like(total)
+    rows = max(1, _CHUNK // max(1, W.size))
+    flat_a, flat_M = aa.reshape(-1, aa.shape[-1]), largest.reshape(-1, W.shape[0])
+    for i in range(0, flat_a.shape[0], rows):
+        flat_M[i : i + rows] = (flat_a[i : i + rows, None, :] * Wa[None]).max(axis=-1, initial=0.0)
+    return total, largest, squares
+
+
+def _linear_var(a: np.ndarray, W: np.ndarray, p: Precisions) -> np.ndarray:
+    """The own rounding errors of y = a Wᵀ in c (one product rounding per term, any order), per output element; W
+    drawn by the verifier (random signs: see SIGN_TAIL)."""
+    total, largest, squares = _linear_terms(a, W)
+    return _reduction_var(total, largest, squares, W.shape[1], p.uc, p.tiny_c, signs=True)
+
+
+def _to_t(value: np.ndarray, p: Precisions) -> np.ndarray:
+    """B² of an accepted rounding to t (0 where t holds c: nothing to round)."""
+    return (p.ut * np.abs(value) + p.tiny_t) ** 2 if p.narrow else np.zeros_like(value)
+
+
+def _in_c(value: np.ndarray, p: Precisions, k: float = 1.0) -> np.ndarray:
+    """B² of k roundings in c (k independent δ's of u_c each, and underflow)."""
+    return k * (p.uc * np.abs(value) + p.tiny_c) ** 2
+
+
+def _stored(value: np.ndarray, p: Precisions) -> np.ndarray:
+    """B² of a result stored in t (the residual stream, the norm's and the FFN's outputs)."""
+    return (p.u_store * np.abs(value) + p.tiny_t) ** 2
+
+
+# ---------------------------------------------------------------------------------------------- which inputs
+def model_rows(x: np.ndarray, smallest_normal: float) -> np.ndarray:
+    """Rows (last axis) whose sum of squares the model describes: many distinct magnitudes (at least min(D, 64)/2:
+    a wide 16-bit row of random values repeats some), no dominant term (max x² ≤ Σx²/2), at most D/8 terms below
+    Σx²/(256·D) (tiny terms that a long sum would drop one after another: stagnation), no square below the smallest
+    normal of c. A constant or repeated row, one outlier over tiny entries, a row of mixed 2^10 scales, a row whose
+    squares underflow: their rounding errors correlate, so they keep the deterministic bound alone. (A row of fewer
+    than 4 entries gains nothing from the model: it is left out too.)"""
+    X = np.abs(np.asarray(x, dtype=np.float64))
+    rows = X.reshape(-1, X.shape[-1])
+    D = rows.shape[-1]
+    if D < 4:
+        return np.zeros(X.shape[:-1], dtype=bool)
+    srt = np.sort(rows, axis=-1)
+    distinct = 1 + np.sum(srt[:, 1:] != srt[:, :-1], axis=-1)
+    sq = rows * rows
+    total = sq.sum(axis=-1)
+    ok = (2 * distinct >= min(D, 64)) & (sq.max(axis=-1) <= total / 2)
+    ok &= np.sum(sq < total[:, None] / (256 * D), axis=-1) <= D // 8
+    ok &= ~np.any((sq > 0) & (sq < smallest_normal), axis=-1)
+    return ok.reshape(X.shape[:-1])
+
+
+# ------------------------------------------------------------------------------------------------- RMSNorm
+def _norm_r_var(xv: np.ndarray, eps: float, p: Precisions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(r, ρ, var of the relative error of r) for r = (Σx²/D + ε)^-½ computed in c: Σx²/D in any order (the D
+    squares, the partial sums, the 1/D scaling per term or once), ε rounded to c and the addition (relative to
+    v = ms + ε: (1 − ρ)·δ and δ), and rsqrt (or 1/√: two roundings); ρ = ms/v."""
+    D = xv.shape[-1]
+    sq = xv * xv
+    S = sq.sum(axis=-1, keepdims=True)
+    v = S / D + eps
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = 1.0 / np.sqrt(v)
+        rho = np.where(v > 0, (S / D) / v, 0.0)
+        var_S = _reduction_var(S, sq.max(axis=-1, keepdims=True), (sq * sq).sum(-1, keepdims=True), D, p.uc, 0, 2)
+        var_S = var_S + (p.uc * S) ** 2
+        rel_S = np.where(S > 0, var_S / (S * S), 0.0)
+    uc2 = p.uc * p.uc
+    return r, rho, 0.25 * rho * rho * rel_S + 0.25 * uc2 * ((1 - rho) ** 2 + 1) + 2 * uc2
+
+
+def rmsnorm(x: np.ndarray, w: np.ndarray, eps: float, p: Precisions) -> tuple[np.ndarray, np.ndarray]:
+    """(y, var) for y = x·r·w (before the final rounding to t): r's relative error (:func:`_norm_r_var`) and the
+    roundings of x·r and ·w in c, and HF's x·r rounded to t. Underflow of the squares is the deterministic tier's
+    (rows near it are not :func:`model_rows`)."""
+    r, _, var_r = _norm_r_var(x, eps, p)
+    y = x * r * w
+    var = y * y * (var_r + 2 * p.uc * p.uc) + (_to_t(x * r, p) * w * w if p.narrow else 0.0)
+    return y, var
+
+
+# -------------------------------------------------------------------------------------------------- SwiGLU
+def _silu(g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(σ(g), silu(g), silu'(g)) without overflow."""
+    with np.errstate(all="ignore"):
+        e = np.exp(-np.abs(g))
+        sig = np.where(g >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    return sig, g * sig, sig * (1 + g * (1 - sig))
+
+
+def _swiglu_hidden(b: np.ndarray, Wg: np.ndarray, Wu: np.ndarray, p: Precisions) -> dict[str, np.ndarray]:
+    """The hidden units of SwiGLU on rows b (exact) and the variance proxies of their own roundings, per unit:
+    g, u (a D-term dot product each, possibly rounded to t), silu (4 roundings in c, possibly rounded to t), h = s·u
+    (one rounding in c, possibly rounded to t). ``c_g``, ``c_u``, ``c_s``: ∂h/∂g, ∂h/∂u, ∂h/∂s."""
+    g, u = b @ Wg.T, b @ Wu.T
+    _, s, ds = _silu(g)
+    h = s * u
+    var_g = _linear_var(b, Wg, p) + _to_t(g, p)
+    var_u = _linear_var(b, Wu, p) + _to_t(u, p)
+    var_s = _in_c(s, p, 4.0) + (2 * np.abs(g) * p.tiny_c) ** 2 + _to_t(s, p)
+    var_h = _in_c(h, p) + _to_t(h, p)
+    c_g, c_u, c_s = u * ds, s, u
+    own = c_g * c_g * var_g + c_u * c_u * var_u + c_s * c_s * var_s + var_h  # sites distinct: independent
+    return {"g": g, "u": u, "s": s, "h": h, "c_g": c_g, "c_u": c_u, "own": own}
+
+
+def swiglu(x: np.ndarray, Wg: np.ndarray, Wu: np.ndarray, Wd: np.ndarray, p: Precisions) -> tuple[np.ndarray, ...]:
+    """(y, var) for y = W_d (silu(W_g x) ⊙ W_u x) on exact rows x (before the final rounding to t): every site of
+    the hidden units (:func:`_swiglu_hidden`) through W_d (coefficient W_d,jf·∂h_f/∂site: the sites of distinct
+    units are distinct roundings), and W_d's own F-term dot product."""
+    hid = _swiglu_hidden(x, Wg, Wu, p)
+    y = hid["h"] @ Wd.T
+    return y, hid["own"] @ (Wd * Wd).T + _linear_var(hid["h"], Wd, p)
+
+
+# --------------------------------------------------------------------------------------------------- Block
+def _rot(z: np.ndarray) -> np.ndarray:
+    """rotate_half: (z₁, z₂) → (−z₂, z₁) on the last axis."""
+    half = z.shape[-1] // 2
+    return np.concatenate([-z[..., half:], z[..., :half]], axis=-1)
+
+
+def _pairs(z: np.ndarray) -> np.ndarray:
+    """The two halves of the last axis added: an angle of frequency i moves components i and i + K/2 together."""
+    half = z.shape[-1] // 2
+    return z[..., :half] + z[..., half:]
+
+
+def rope_frequencies(K: int, theta: float, uc: float) -> tuple[np.ndarray, np.ndarray]:
+    """(ω_i = θ^(−2i/K), B_i): an implementation forms ω_i in c from the exponent 2i/K (exact, or rounded:
+    Δω/ω = ln θ·Δe) by pow and 1/· (≤ 3u_c): one relative error per frequency, shared by every position."""
+    e = 2.0 * np.arange(K // 2) / K
+    exact = np.array([float(np.float32(v)) == v for v in e])  # exact in every c (K a power of two, or i = 0)
+    return theta**-e, uc * (3.0 + np.where(exact, 0.0, math.log(theta) * e))
+
+
+def _norm_forward(x: np.ndarray, w: np.ndarray, eps: float, p: Precisions) -> dict[str, np.ndarray]:
+    """RMSNorm inside the Block: y = x·r·w, r's relative variance, and B² of y's own roundings (x·r, ·w in c, HF's
+    x·r to t, y stored in t)."""
+    r, _, var_r = _norm_r_var(x, eps, p)
+    y = x * r * w
+    elem = y * y * 2 * p.uc * p.uc + (_to_t(x * r, p) * w * w if p.narrow else 0.0) + _stored(y, p)
+    return {"y": y, "r": r, "var_r": var_r, "elem": elem}
+
+
+QUERIES = 32  # query tokens analysed at once (the temporaries grow as QUERIES·T·D per head)
+
+
+def block(
+    x: np.ndarray, P: dict[str, np.ndarray], cfg: Any, p: Precisions, tokens: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(var, fixed), each (B, len(tokens), D), of the pre-norm Block's output at the query tokens ``tokens``
+    (default all): ``var`` the variance proxy of the model, ``fixed`` the deterministic part (each RoPE frequency's
+    own error, shared by every position, with its exact coefficient).
+
+    Sites, each with its exact coefficient onto out_t = h_t + f_t (first order; G_t = ∂out_t/∂h_t = I + ∂f/∂b·∂b/∂h
+    and M_t = G_t·W_o, D×D and D×HK per query token):
+      FFN: W_d's dot products; the roundings of f, h, silu, g, u (``_swiglu_hidden``) and of the ffn-norm output b;
+           the ffn-norm's r (Σh² in any order) along ∂f/∂b·b; the residual h stored in t.
+      attention: W_o's dot products, its output in t; p·v (any order over s ≤ t) and the heads in t; per score (q·k
+           in any order, the scaling, HF's two roundings to t, s − max, exp): M_t·P_ts(v_s − o_t); per probability
+           (division, rounding to t): M_t·P_ts·v_s; the softmax sum Z (positive terms, any order) and its
+           reciprocal: −M_t·o_t; v_s, k_s (rotated back to q̃ = R_sᵀq'_t) and k'_s = RoPE(k_s) through every later
+           query's scores and p·v; q_t and q'_t; the RoPE tables: each angle t·ω_i (one rounding per position, shared
+           by q_t, k_t and every head), cos and sin (evaluated in c, HF's rounding to t); the attn-norm's output
+           a_s (its roundings reach q_s, k_s and v_s together: bounded with the largest eigenvalue of
+           diag(B_a)·[W_q; W_k; W_v]ᵀ[W_q; W_k; W_v]·diag(B_a)) and its r_s (Σx² in any order: scales q_s, k_s, v_s).
+    Where two paths of one site meet (a table entry of position t moves both q_t and k_t) the sum is bounded by
+    (a + b)² ≤ 2a² + 2b²."""
+    tokens = np.arange(x.shape[1]) if tokens is None else np.asarray(tokens)
+    out = [_block_one(x[b], P, cfg, p, tokens) for b in range(x.shape[0])]
+    return np.stack([o[0] for o in out]), np.stack([o[1] for o in out])
+
+
+def _block_one(x: np.ndarray, P: dict[str, np.ndarray], cfg: Any, p: Precisions, J: np.ndarray):
+    T, D = x.shape
+    H, G = cfg.n_heads, cfg.n_kv_heads
+    K = D // H
+    eps = float(cfg.norm_eps)
+    Wq, Wk, Wv, Wo = (P[f"attn.{n}.weight"] for n in ("wq", "wk", "wv", "wo"))
+    Wg, Wu, Wd = (P[f"ffn.{n}.weight"] for n in ("w_gate", "w_up", "w_down"))
+    f: dict[str, Any] = {"T": T, "D": D, "H": H, "G": G, "K": K, "rep": H // G, "sq": 1.0 / math.sqrt(K)}
+    n1 = _norm_forward(x, P["attn_norm.weight"], eps, p)
+    a = n1["y"]
+    q, k, v = (a @ W.T for W in (Wq, Wk, Wv))
+    q3, k3, v3 = q.reshape(T, H, K), k.reshape(T, G, K), v.reshape(T, G, K)
+    freq, b_freq = rope_frequencies(K, float(cfg.rope_theta), p.uc)
+    ang = np.arange(T)[:, None] * freq[None, :]  # (T, K/2)
+    cos, sin = np.cos(np.concatenate([ang, ang], -1)), np.sin(np.concatenate([ang, ang], -1))
+    c3, s3 = cos[:, None, :], sin[:, None, :]
+    qp, kp = q3 * c3 + _rot(q3) * s3, k3 * c3 + _rot(k3) * s3
+    kx, vx = np.repeat(kp, f["rep"], axis=1), np.repeat(v3, f["rep"], axis=1)  # head h reads kv head h // rep
+    uc2, ut2 = p.uc * p.uc, (p.ut * p.ut if p.narrow else 0.0)
+    f.update(
+        W=(Wq, Wk, Wv, Wo, Wg, Wu, Wd), w2=P["ffn_norm.weight"], eps=eps, x=x, a=a, q3=q3, k3=k3, qp=qp, kx=kx,
+        vx=vx, cos=cos, sin=sin, ang=ang, b_freq=b_freq, uc2=uc2, ut2=ut2, var_r1=n1["var_r"][:, 0],
+    )  # fmt: skip
+    # roundings of a reach q_s, k_s, v_s together: Σ_m (γ·W[:, m])²·B_m² ≤ λ_max(diag(B)WᵀW diag(B))·‖γ‖²
+    Wqkv = np.concatenate([Wq, Wk, Wv])
+    Ba = np.sqrt(n1["elem"])  # (T, D)
+    gram = Ba[:, :, None] * (Wqkv.T @ Wqkv)[None] * Ba[:, None, :]
+    lam_a = np.linalg.eigvalsh(gram)[:, -1]  # (T,)
+    f["var_v"] = (_linear_var(a, Wv, p) + _to_t(v, p)).reshape(T, G, K) + lam_a[:, None, None]
+    f["var_k"] = (_linear_var(a, Wk, p) + _to_t(k, p)).reshape(T, G, K) + lam_a[:, None, None]
+    f["var_q"] = (_linear_var(a, Wq, p) + _to_t(q, p)).reshape(T, H, K) + lam_a[:, None, None]
+    rnd = uc2 + ut2  # a product or sum of RoPE in c, possibly rounded to t (HF)
+    f["rope_k"] = rnd * ((k3 * c3) ** 2 + (_rot(k3) * s3) ** 2 + kp * kp)
+    f["rope_q"] = rnd * ((q3 * c3) ** 2 + (_rot(q3) * s3) ** 2 + qp * qp)
+    f["bcos"], f["bsin"] = rnd * cos * cos, rnd * sin * sin  # cos, sin evaluated in c, HF: rounded to t
+    f["bang"] = (p.uc * ang) ** 2  # (T, K/2): the angle t·ω_i rounded in c
+    var, fixed = np.zeros((len(J), D)), np.zeros((len(J), D))
+    for i in range(0, len(J), QUERIES):
+        var[i : i + QUERIES], fixed[i : i + QUERIES] = _queries(f, np.asarray(J[i : i + QUERIES]), p)
+    return var, fixed
+
+
+def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarray, np.ndarray]:
+    """(var, fixed) of out_t for the query tokens J (see :func:`block`)."""
+    T, D, H, G, K, rep, sq = (f[n] for n in ("T", "D", "H", "G", "K", "rep", "sq"))
+    _, _, _, Wo, Wg, Wu, Wd = f["W"]
+    uc2, ut2 = f["uc2"], f["ut2"]
+    qp, kx, vx, q3, k3 = f["qp"], f["kx"], f["vx"], f["q3"], f["k3"]
+    cos, sin, ang = f["cos"], f["sin"], f["ang"]
+    nJ, half = len(J), K // 2
+
+    # the exact forward of the queries J (every key): scores, softmax, p·v, W_o, residual, ffn norm, FFN
+    mask = (np.arange(T)[None, :] <= J[:, None])[None]  # (1, nJ, T)
+    S_all = np.where(mask, qp[J].transpose(1, 0, 2) @ kx.transpose(1, 2, 0) * sq, -np.inf)  # (H, nJ, T)
+    mJ = S_all.max(axis=-1, keepdims=True)
+    with np.errstate(under="ignore"):
+        e = np.where(mask, np.exp(S_all - mJ), 0.0)
+    ZJ = e.sum(axis=-1)  # (H, nJ)
+    Pj = e / ZJ[..., None]
+    oJ = (Pj @ vx.transpose(1, 0, 2)).transpose(1, 0, 2)  # (nJ, H, K)
+    attJ = oJ.reshape(nJ, H * K) @ Wo.T
+    hJ = f["x"][J] + attJ
+    n2 = _norm_forward(hJ, f["w2"], f["eps"], p)
+    hid = _swiglu_hidden(n2["y"], Wg, Wu, p)
+
+    # Jacobians: G_t = ∂out_t/∂h_t, M_t = G_t·W_o (nJ, D, H, K)
+    Ffn = _es("if,tf,fm->tim", Wd, hid["c_g"], Wg) + _es("if,tf,fm->tim", Wd, hid["c_u"], Wu)
+    r2, w2 = n2["r"], f["w2"]
+    N2 = r2[..., None] * (np.diag(w2)[None] - (w2 * hJ)[:, :, None] * hJ[:, None, :] * (r2 * r2 / D)[..., None])
+    Gt = np.eye(D)[None] + Ffn @ N2
+    M = (Gt @ Wo).reshape(nJ, D, H, K)
+    G2 = Gt * Gt
+
+    # FFN and the residual (row-wise)
+    var = _linear_var(hid["h"], Wd, p) + _stored(hid["h"] @ Wd.T, p) + hid["own"] @ (Wd * Wd).T
+    var += _es("tim,tm->ti", Ffn * Ffn, n2["elem"])
+    var += _es("tim,tm->ti", Ffn, n2["y"]) ** 2 * n2["var_r"]
+    var += _es("tim,tm->ti", G2, _stored(hJ, p) + _linear_var(oJ.reshape(nJ, H * K), Wo, p) + _to_t(attJ, p))
+
+    # p·v (any order over s ≤ t) and the heads rounded to t
+    vabs = np.abs(vx)
+    pv_max = (Pj.transpose(1, 2, 0)[:, :, :, None] * vabs[None]).max(axis=1)  # (nJ, H, K)
+    n_terms = (J + 1)[:, None, None]
+    var_o = _reduction_var(
+        _es("hts,shk->thk", Pj, vabs), pv_max, _es("hts,shk->thk", Pj * Pj, vabs * vabs), n_terms,
+        p.uc, p.tiny_c,
+    ) + _to_t(oJ, p)  # fmt: skip
+    var += _es("tihk,thk->ti", M * M, var_o)
+
+    # the softmax sum Z (positive terms, the largest e⁰ = 1, any order) and its reciprocal: o_t scales by 1 − ε_Z
+    var_Z = uc2 * (tree_squares(ZJ, 1.0, J[None, :] + 1) / (ZJ * ZJ) + 1.0)  # (H, nJ)
+    var += _es("thi,ht->ti", _es("tihk,thk->thi", M, oJ) ** 2, var_Z)
+
+    # per score: the q·k dot product in any order, the scaling, HF's two roundings to t, s − max, exp (relative to
+    # e, i.e. additive in s); per probability: the division and its rounding to t, and e^(s−m) flushed below tiny_c
+    SJ = np.where(mask, S_all, 0.0)
+    aq, ak = np.abs(qp[J]), np.abs(kx)
+    qk_max = (aq[:, None] * ak[None]).max(axis=-1).transpose(2, 0, 1) * sq  # (H, nJ, T)
+    aqh, akh = aq.transpose(1, 0, 2), ak.transpose(1, 2, 0)  # (H, nJ, K), (H, K, T)
+    var_S = _reduction_var(aqh @ akh * sq, qk_max, (aqh * aqh) @ (akh * akh) * sq * sq, K, p.uc, p.tiny_c * sq)
+    var_S = np.where(mask, var_S + (uc2 + 2 * ut2) * SJ * SJ + uc2 * (SJ - mJ) ** 2 + uc2, 0.0)
+    tiny_t2 = p.tiny_t**2 if p.narrow else 0.0
+    var_P = np.where(mask, (uc2 + ut2) * Pj * Pj + (p.tiny_c / ZJ[..., None]) ** 2 + tiny_t2, 0.0)
+    w = Pj[..., None] * (vx.transpose(1, 0, 2)[:, None] - oJ.transpose(1, 0, 2)[:, :, None])  # (H,nJ,T,K)
+    vv = (vx[:, :, :, None] * vx[:, :, None, :]).reshape(T, H, K * K).transpose(1, 0, 2)  # (H, T, K²)
+    C = (w * var_S[..., None]).swapaxes(-1, -2) @ w + (var_P @ vv).reshape(H, nJ, K, K)
+    var += _es("tihk,htkl,tihl->ti", M, C, M)
+
+    # q_t and q'_t: o_t moves by A_t·Δq'_t, A_t = Σ_s ∂o_t/∂score_ts·k'_sᵀ/√K; q'_t = R_t q_t
+    MA = _es("tihk,htkl->tihl", M, w.swapaxes(-1, -2) @ kx.transpose(1, 0, 2)[:, None] * sq)  # ∂out_t/∂q'_t
+    R = np.zeros((nJ, K, K))
+    for j in range(K):
+        partner = (j + half) % K
+        R[:, j, j] = cos[J, j]
+        R[:, j, partner] = -sin[J, j] if j < half else sin[J, j]
+    MAR = _es("tihl,tlm->tihm", MA, R)
+    var += _es("tihk,thk->ti", MA * MA, f["rope_q"][J]) + _es("tihk,thk->ti", MAR * MAR, f["var_q"][J])
+    # the tables of position t through q_t (doubled: the same entries move k_t, added below)
+    cq, sq_ = _es("tihk,thk->tik", MA, q3[J]), _es("tihk,thk->tik", MA, _rot(q3[J]))
+    angq = _pairs(_es("tihk,thk->tik", MA, _rot(qp[J])))  # (nJ, D, K/2): ∂out_t/∂angle(t, i) via q_t
+    var += 2 * (_es("tik,tk->ti", cq * cq, f["bcos"][J]) + _es("tik,tk->ti", sq_ * sq_, f["bsin"][J]))
+    var += 2 * _es("tik,tk->ti", angq * angq, f["bang"][J])
+    freq_coef = angq * ang[J][:, None, :]  # a frequency's own error moves every angle: the q part (keys below)
+
+    # the attn-norm's r_s scales q_s, k_s, v_s: coefficient Σ_h U·S (keys) + Σ_h P·(M·v) (values) + q (s = t)
+    coef_r = np.zeros((nJ, T, D))
+    coef_r[np.arange(nJ), J] += _es("tihk,thk->ti", MA, qp[J])
+    Mv = M.transpose(2, 0, 1, 3) @ vx.transpose(1, 2, 0)[:, None]  # (H, nJ, D, T): M_t·v_s
+    coef_r += (Pj[:, :, None, :] * Mv).sum(axis=0).swapaxes(-1, -2)
+    diag = (np.arange(nJ), J)
+    for g in range(G):
+        hs = np.arange(g * rep, (g + 1) * rep)
+        Mg = M[:, :, hs, :]  # (nJ, D, rep, K)
+        # v_s: coefficient Σ_{h∈g} M_t[i,h,j]·P_hts
+        Pi = _es("ats,bts,sk->tabk", Pj[hs], Pj[hs], f["var_v"][:, g, :])
+        var += _es("tiak,tibk,tabk->ti", Mg, Mg, Pi)
+        # keys: U = ∂out_t/∂score_ts, then per key site its coefficient on the score
+        U = w[hs] @ Mg.transpose(2, 0, 3, 1)  # (rep, nJ, T, D): ∂out_t/∂score_ts
+        coef_r += (U * SJ[hs][..., None]).sum(axis=0)
+        qpg = qp[J][:, hs, :]  # (nJ, rep, K)
+        qt = qpg[:, :, None, :] * cos[None, None] - _rot(qpg)[:, :, None, :] * sin[None, None]  # R_sᵀ q'_t
+        kg, rkg = k3[:, g, :], _rot(k3[:, g, :])
+        tables = f["bcos"] * kg * kg + f["bsin"] * rkg * rkg  # (T, K): cos/sin entries through k'_s
+        angk = _pairs(qpg[:, :, None, :] * _rot(kx[:, g * rep, :])[None, None])  # (nJ, rep, T, K/2): ∂/∂angle(s,i)
+        V = _es("tak,tbk,sk->tsab", qpg, qpg, f["rope_k"][:, g, :] + tables)
+        V += _es("task,tbsk,sk->tsab", qt, qt, f["var_k"][:, g, :])
+        V += _es("tasi,tbsi,si->tsab", angk, angk, f["bang"])
+        for a_ in range(rep):
+            for b_ in range(rep):
+                var += (U[a_] * U[b_] * V[:, :, a_, b_][..., None]).sum(axis=1) / K
+        # position t's tables through k_t: once more at s = t (with the q_t path above: 2a² + 2b²)
+        Vt = _es("tak,tbk,tk->tab", qpg, qpg, tables[J]) + _es(
+            "tai,tbi,ti->tab", angk[diag[0], :, J], angk[diag[0], :, J], f["bang"][J]
+        )  # fmt: skip
+        Ud = U[:, diag[0], J]  # (rep, nJ, D)
+        var += _es("ati,bti,tab->ti", Ud, Ud, Vt) / K
+        freq_coef = freq_coef + (U.swapaxes(-1, -2) @ (angk.swapaxes(0, 1) * ang)).sum(axis=0) * sq  # via keys
+    var += _es("tsi,s->ti", coef_r * coef_r, f["var_r1"])
+    fixed = _es("tij,j->ti", np.abs(freq_coef), f["b_freq"])
+    return var, fixed

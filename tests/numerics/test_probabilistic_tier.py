@@ -1,0 +1,124 @@
+"""The probabilistic tier is sound for every accepted order and convention on inputs drawn with random signs, and
+it stays out of the way of the inputs whose rounding errors correlate.
+
+Every reduction order of ``tests/numerics/orders.py`` (sequential, reversed, L-lane sequential, pairwise, blocked,
+split-K, Kahan, FMA), emulated exactly, in both accepted conventions (a fused kernel, HF's chain of roundings to t),
+on random rows and the laws' random weights — sharp attention, model widths, positions up to 1023 — must stay
+within ``Bound.allowed`` (the deterministic bound, and the probabilistic one where it applies). The worst
+error/allowance per order is printed (``-s``): how much of the bound the worst accepted order uses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import golden
+from nanolm_core import ModelConfig
+from properties.library import strategies as S
+from properties.numerics import bounds, sites, ulp
+from tests.numerics import orders
+
+DTYPES = [torch.bfloat16, torch.float16, torch.float32, torch.float64]
+IDS = ["bf16", "fp16", "fp32", "fp64"]
+EPS = 1e-6
+
+
+def _exact(a: np.ndarray, dtype: torch.dtype) -> np.ndarray:
+    return torch.from_numpy(np.asarray(a, dtype=np.float64)).to(dtype).double().numpy()
+
+
+def _worst(y: np.ndarray, gold: golden.Golden, b: bounds.Bound, dtype: torch.dtype) -> float:
+    err = ulp.abs_error(torch.from_numpy(np.ascontiguousarray(y)).to(dtype), gold)
+    return float(np.max(err / b.allowed))
+
+
+def _check(worst: dict[str, float], title: str) -> None:
+    print(f"\n{title}: " + ", ".join(f"{k} {v:.3g}" for k, v in sorted(worst.items(), key=lambda kv: -kv[1])))
+    bad = {k: v for k, v in worst.items() if v > 1.0}
+    assert not bad, f"orders outside the bound: {bad}"
+
+
+def _conventions(dtype: torch.dtype) -> list[bool]:
+    return [False, True] if dtype in (torch.float16, torch.bfloat16) else [False]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_rmsnorm_random_rows_stay_within_both_tiers_in_every_order(dtype: torch.dtype) -> None:
+    worst: dict[str, float] = {}
+    for D in (64, 760, 4096, 16384):
+        rng = np.random.default_rng(D)
+        x = _exact(rng.standard_normal((3, D)) * np.array([[1.0], [1e-1], [30.0]]), dtype)
+        w = _exact(rng.uniform(0.5, 1.5, D) * rng.choice((-1.0, 1.0), D), dtype)
+        xt, wt = torch.from_numpy(x).to(dtype), torch.from_numpy(w).to(dtype)
+        b = bounds.rmsnorm(xt, wt, EPS, dtype, random_rows=True)
+        assert b.prob is not None and np.isfinite(b.prob).all(), "random rows: the probabilistic tier applies"
+        gold = golden.rmsnorm(xt, wt, EPS)
+        for order in orders.ORDERS:
+            for hf in _conventions(dtype):
+                key = order + (" (HF)" if hf else "")
+                y = orders.rmsnorm(x, w, EPS, dtype, order, hf)
+                worst[key] = max(worst.get(key, 0.0), _worst(y, gold, b, dtype))
+    _check(worst, f"rmsnorm {dtype} worst error/allowed")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_swiglu_random_weights_stay_within_both_tiers_in_every_order(dtype: torch.dtype) -> None:
+    worst: dict[str, float] = {}
+    dot_orders = orders.DOT_ORDERS if dtype != torch.float64 else orders.ORDERS
+    for D, F in ((4096, 3), (3, 4096), (256, 700), (24, 40)):
+        rng = np.random.default_rng(D + F)
+        x = _exact(np.clip(rng.standard_normal((3, D)) + np.array([[0.0], [1.0], [0.0]]), -8, 8), dtype)
+        W = [S.linear_weight(o, i, dtype, D + F + k) for k, (o, i) in enumerate(((F, D), (F, D), (D, F)))]
+        xt = torch.from_numpy(x).to(dtype)
+        b = bounds.swiglu(xt, *W, dtype, random_weights=True)
+        gold = golden.swiglu(xt, *W)
+        for order in dot_orders:
+            fused, hf = orders.swiglu(x, *(w.double().numpy() for w in W), dtype, order)
+            for key, y in ((order, fused), (order + " (HF)", hf)):
+                worst[key] = max(worst.get(key, 0.0), _worst(y, gold, b, dtype))
+    _check(worst, f"swiglu {dtype} worst error/allowed")
+
+
+BLOCKS = [  # (D, H, G, T, F, rope_theta, q/k scale): sharp attention, GQA, K = 8 and K = 6 (2i/K inexact)
+    (32, 4, 2, 64, 64, 10000.0, 4.0),
+    (24, 4, 2, 48, 40, 500000.0, 2.0),
+    (32, 4, 4, 256, 48, 500000.0, 1.0),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_block_random_rows_stay_within_both_tiers_in_every_order(dtype: torch.dtype) -> None:
+    worst: dict[str, float] = {}
+    dot_orders = orders.DOT_ORDERS if dtype != torch.float64 else orders.ORDERS
+    for D, H, G, T, F, theta, scale in BLOCKS:
+        cfg = ModelConfig(dim=D, n_heads=H, n_kv_heads=G, ffn_dim=F, rope_theta=theta, max_seq_len=T)
+        x = torch.from_numpy(np.random.default_rng(T).standard_normal((1, T, D))).to(dtype)
+        params = S.block_params(cfg, dtype, seed=T + D, scale=1.0, logit_scale=scale)
+        b = bounds.block(x, params, cfg, dtype, random_weights=True, random_rows=True)
+        assert b.prob is not None and np.isfinite(b.prob).all(), "random rows: the probabilistic tier applies"
+        gold = golden.block(x, params, cfg)
+        P = {k: v.double().numpy() for k, v in params.items()}
+        for order in dot_orders:
+            for hf in _conventions(dtype):
+                y = orders.block(x.double().numpy(), P, cfg, dtype, order, hf)
+                key = order + (" (HF)" if hf else "")
+                worst[key] = max(worst.get(key, 0.0), _worst(y, gold, b, dtype))
+    _check(worst, f"block {dtype} worst error/allowed")
+
+
+def test_structured_rows_keep_the_deterministic_bound_alone() -> None:
+    """A constant row, one outlier over tiny entries, a subnormal row: no probabilistic tier (their errors
+    correlate); a random row: the tier applies."""
+    D = 256
+    rng = np.random.default_rng(0)
+    mixed = rng.standard_normal(D) * np.where(np.arange(D) % 2 == 0, 1.0, 2.0**-10)
+    rows = np.stack([np.full(D, 0.7), np.where(np.arange(D) == 3, 100.0, 1e-3), mixed, rng.standard_normal(D)])
+    assert list(sites.model_rows(rows, 2.0**-126)) == [False, False, False, True]
+    tiny = rng.standard_normal(D) * 2.0**-70  # squares below fp32's smallest normal
+    assert not sites.model_rows(tiny, 2.0**-126)
+    x = torch.from_numpy(rows).float()
+    b = bounds.rmsnorm(x, torch.ones(D), EPS, torch.float32, random_rows=True)
+    assert np.isinf(b.prob[:3]).all() and np.isfinite(b.prob[3]).all()
+    assert bounds.rmsnorm(x, torch.ones(D), EPS, torch.float32).prob is None  # the law did not draw them
