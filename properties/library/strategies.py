@@ -41,6 +41,7 @@ __all__ = [
     "RMSNORM_PINS",
     "ROW_KINDS",
     "ROW_PINS",
+    "SHARP_BLOCK_PINS",
     "SLOW_DIMS",
     "SWIGLU_PINS",
     "SWIGLU_ROW_KINDS",
@@ -73,12 +74,15 @@ __all__ = [
     "gammas",
     "linear_weight",
     "long_block_case",
+    "long_positions",
     "pinned",
+    "random_rows",
     "rmsnorm_cases",
     "rmsnorm_grad_cases",
     "row_cases",
     "rows",
     "scaled_rmsnorm_cases",
+    "sharp_block_cases",
     "swiglu_cases",
     "swiglu_grad_cases",
     "swiglu_token_cases",
@@ -908,3 +912,78 @@ def pinned(pins: dict[str, Pin]) -> Callable[[Callable[..., Any]], Callable[...,
         return func
 
     return decorate
+
+
+# ---------------------------------------------------------------------------------------------- sensitive cases
+# (issue 18: sharp verdicts) Cases whose output depends on every stage, drawn with independent random signs so that
+# the probabilistic tier of the bounds judges them (``bounds``' random_rows): attention far from uniform (q/k scale up
+# to 2³: the largest probability of a row is large, so a wrong score or a wrong probability moves the output), RoPE
+# angles of several radians at every position (rope_theta 10 among the bases), every row "normal" (random signs and
+# magnitudes) but one case in four with a structured row (constant, same sign, an outlier, mixed scales: the
+# deterministic tier's cases).
+
+
+class SharpBlockCase(NamedTuple):
+    """A Block case and the regime of each of its B·T rows (``random_rows``: the rows drawn with random signs)."""
+
+    case: BlockCase
+    kinds: tuple[str, ...]
+
+    @property
+    def random_rows(self) -> bool:
+        return all(k == "normal" for k in self.kinds)
+
+    def describe(self) -> dict[str, object]:
+        return {**self.case.describe(), "rows": _summarise_kinds(self.kinds)}
+
+
+@st.composite
+def sharp_block_cases(draw: st.DrawFn, dtype: torch.dtype, *, max_dim: int = 32, max_tokens: int = 8) -> SharpBlockCase:
+    """A config (H ∈ {1, 2, 4}, any G, K ∈ {4, 6, 8, 16}: D ≥ 4, so the rows' sums of squares have a model), x
+    (B, T, D) with 2 ≤ T ≤ max_tokens, random weights of scale 2^-2 … 2^1 and q/k scale 2^0 … 2^3; one case in eight
+    with structured rows."""
+    H = draw(st.sampled_from((1, 2, 4)), label="n_heads")
+    G = draw(st.sampled_from([g for g in (1, 2, 4) if H % g == 0]), label="n_kv_heads")
+    K = draw(st.sampled_from([k for k in (4, 6, 8, 16) if H * k <= max_dim]), label="head_dim")
+    D = H * K
+    config = ModelConfig(
+        dim=D, n_layers=1, n_heads=H, n_kv_heads=G, vocab_size=8, max_seq_len=max_tokens,
+        norm_eps=draw(st.sampled_from((1e-6, 1e-5)), label="norm_eps"),
+        rope_theta=draw(st.sampled_from((10000.0, 500000.0, 10.0)), label="rope_theta"),
+        ffn_dim=draw(st.integers(max(1, D // 2), 3 * D), label="ffn_dim"),
+    )  # fmt: skip
+    B = draw(st.integers(1, 2), label="B")
+    T = draw(st.integers(2, max_tokens), label="T")
+    if draw(st.integers(0, 7), label="structured row?") == 0:
+        kinds = ("normal", "mean_shifted", "outlier", "constant", "tiny_and_huge")
+        drawn = draw(rows(dtype, config.dim, batch=(B, T), kinds=kinds, scale_exps=(-4, 4)), label="x")
+        xt, row_kinds = drawn.x, drawn.kinds
+    else:  # random rows from a drawn seed (element-wise draws start from simple, repeated values)
+        rng = np.random.default_rng(draw(st.integers(0, 2**64 - 1), label="x seed"))
+        xt = torch.from_numpy(rng.standard_normal((B, T, config.dim)) * 2.0 ** rng.integers(-3, 4)).to(dtype)
+        row_kinds = ("normal",) * (B * T)
+    xt = xt.clamp(-64, 64) if dtype in (torch.float16, torch.bfloat16) else xt
+    scale = 2.0 ** draw(st.integers(-2, 1), label="weight scale exponent")
+    logit_scale = 2.0 ** draw(st.integers(0, 3), label="q/k scale exponent")
+    seed = draw(st.integers(0, 2**63 - 1), label="weight seed")
+    case = BlockCase(config, xt, block_params(config, dtype, seed, scale, logit_scale), scale, logit_scale)
+    return SharpBlockCase(case, row_kinds)
+
+
+SHARP_BLOCK_PINS = {
+    "GQA H=4 G=2": Pin("GQA H=4 G=2", lambda dt: SharpBlockCase(_gqa_block(dt), ("normal",) * 4)),  # x ~ N(0, 1)
+}
+
+
+def random_rows(kinds: tuple[str, ...], shape: tuple[int, ...]) -> np.ndarray:
+    """The rows (leading shape ``shape``) drawn with independent random signs and magnitudes: kind "normal"."""
+    return np.array([k == "normal" for k in kinds], dtype=bool).reshape(shape)
+
+
+def long_positions(T: int, n: int = 48, last: int = 16) -> np.ndarray:
+    """A sample of query positions of a long sequence, judged against golden: the last ``last`` (every key before
+    them), each power of two and its neighbours (block boundaries of real kernels), and ``n`` evenly spaced."""
+    if T <= n + last:
+        return np.arange(T)
+    powers = [p + d for p in (2**k for k in range(1, T.bit_length())) for d in (-1, 0) if 0 <= p + d < T]
+    return np.unique(np.concatenate([np.arange(T - last, T), powers, np.linspace(0, T - 1, n).astype(int)]))

@@ -711,7 +711,7 @@ def rmsnorm(x: Any, weight: Any, eps: float, dtype: Any, *, random_rows: Any = F
     y, sq_over = _rmsnorm_e(_given(X, p), w, float(eps), p)
     ov = (_row_overflow([y.v], p, X.shape[:-1]) | sq_over)[..., None] & np.ones(X.shape, dtype=bool)
     var = None
-    model = np.asarray(random_rows, dtype=bool) & sites.model_rows(X, fmt(p.c).smallest_normal)
+    model = np.asarray(random_rows, dtype=bool) & sites.model_rows(X, fmt(p.c).smallest_normal, p.uc)
     if model.any():
         var = np.where(model[..., None], sites.rmsnorm(X, w, float(eps), p)[1], np.inf)
     return _finish(y, p, "rmsnorm", RMSNORM_FORMULA, f"D={D}", roundings_t=1, overflow=ov, var=var)
@@ -1110,7 +1110,7 @@ def block(
     judged = "" if nJ == T else f" ({nJ} positions judged)"
     note = f"D={D}, T={T}{judged}, H={config.n_heads}, G={config.n_kv_heads}, F={Wf[0].shape[0]}"
     var, fixed = None, 0.0
-    if random_weights and random_rows and bool(sites.model_rows(X, fmt(p.c).smallest_normal).all()):
+    if random_weights and random_rows and bool(sites.model_rows(X, fmt(p.c).smallest_normal, p.uc).all()):
         var, fixed = sites.block(X, P, config, p, J)
     return _finish(out, p, "block", core, note, roundings_t=24, overflow=ov, var=var, fixed=fixed)
 

@@ -94,10 +94,17 @@ def _reduction_var(total: np.ndarray, largest: np.ndarray, squares: np.ndarray, 
     return u * u * (partial + per_term * squares) + 2 * np.asarray(n) * tiny * tiny
 
 
-def _linear_terms(a: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For y = a Wᵀ (rows of a, nn.Linear W (m, n)): Σ_k |W_jk a_k|, max_k |W_jk a_k| and Σ_k (W_jk a_k)²."""
+EXACT_LARGEST = 256  # dot products longer than this bound their largest term by max|W_j·|·max|a| (cheap; Q ≥ the
+# sign-aware bound there anyway)
+
+
+def _linear_terms(a: np.ndarray, W: np.ndarray, W2: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """For y = a Wᵀ (rows of a, nn.Linear W (m, n); W2 = W², if at hand): Σ_k |W_jk a_k|, max_k |W_jk a_k| (or an
+    upper bound of it for n > EXACT_LARGEST) and Σ_k (W_jk a_k)²."""
     aa, Wa = np.abs(a), np.abs(W)
-    total, squares = aa @ Wa.T, (aa * aa) @ (Wa * Wa).T
+    total, squares = aa @ Wa.T, (aa * aa) @ (W * W if W2 is None else W2).T
+    if W.shape[1] > EXACT_LARGEST:
+        return total, aa.max(axis=-1, keepdims=True, initial=0.0) * Wa.max(axis=-1, initial=0.0), squares
     largest = np.empty_like(total)
     rows = max(1, _CHUNK // max(1, W.size))
     flat_a, flat_M = aa.reshape(-1, aa.shape[-1]), largest.reshape(-1, W.shape[0])
@@ -106,10 +113,10 @@ def _linear_terms(a: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     return total, largest, squares
 
 
-def _linear_var(a: np.ndarray, W: np.ndarray, p: Precisions) -> np.ndarray:
+def _linear_var(a: np.ndarray, W: np.ndarray, p: Precisions, W2: np.ndarray | None = None) -> np.ndarray:
     """The own rounding errors of y = a Wᵀ in c (one product rounding per term, any order), per output element; W
     drawn by the verifier (random signs: see SIGN_TAIL)."""
-    total, largest, squares = _linear_terms(a, W)
+    total, largest, squares = _linear_terms(a, W, W2)
     return _reduction_var(total, largest, squares, W.shape[1], p.uc, p.tiny_c, signs=True)
 
 
@@ -129,11 +136,11 @@ def _stored(value: np.ndarray, p: Precisions) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------- which inputs
-def model_rows(x: np.ndarray, smallest_normal: float) -> np.ndarray:
+def model_rows(x: np.ndarray, smallest_normal: float, u: float) -> np.ndarray:
     """Rows (last axis) whose sum of squares the model describes: many distinct magnitudes (at least min(D, 64)/2:
-    a wide 16-bit row of random values repeats some), no dominant term (max x² ≤ Σx²/2), at most D/8 terms below
-    Σx²/(256·D) (tiny terms that a long sum would drop one after another: stagnation), no square below the smallest
-    normal of c. A constant or repeated row, one outlier over tiny entries, a row of mixed 2^10 scales, a row whose
+    a wide 16-bit row of random values repeats some), at most D/8 terms below 2⁸·u_c·Σx² (terms that a long sum
+    rounds away one after another, all in one direction: stagnation, as after one dominant outlier), no square below
+    the smallest normal of c. A constant or repeated row, one outlier over tiny entries, a row of mixed 2^10 scales, a row whose
     squares underflow: their rounding errors correlate, so they keep the deterministic bound alone. (A row of fewer
     than 4 entries gains nothing from the model: it is left out too.)"""
     X = np.abs(np.asarray(x, dtype=np.float64))
@@ -145,8 +152,7 @@ def model_rows(x: np.ndarray, smallest_normal: float) -> np.ndarray:
     distinct = 1 + np.sum(srt[:, 1:] != srt[:, :-1], axis=-1)
     sq = rows * rows
     total = sq.sum(axis=-1)
-    ok = (2 * distinct >= min(D, 64)) & (sq.max(axis=-1) <= total / 2)
-    ok &= np.sum(sq < total[:, None] / (256 * D), axis=-1) <= D // 8
+    ok = (2 * distinct >= min(D, 64)) & (np.sum(sq < 256 * u * total[:, None], axis=-1) <= D // 8)
     ok &= ~np.any((sq > 0) & (sq < smallest_normal), axis=-1)
     return ok.reshape(X.shape[:-1])
 
@@ -210,8 +216,8 @@ def swiglu(x: np.ndarray, Wg: np.ndarray, Wu: np.ndarray, Wd: np.ndarray, p: Pre
     the hidden units (:func:`_swiglu_hidden`) through W_d (coefficient W_d,jf·∂h_f/∂site: the sites of distinct
     units are distinct roundings), and W_d's own F-term dot product."""
     hid = _swiglu_hidden(x, Wg, Wu, p)
-    y = hid["h"] @ Wd.T
-    return y, hid["own"] @ (Wd * Wd).T + _linear_var(hid["h"], Wd, p)
+    Wd2 = Wd * Wd
+    return hid["h"] @ Wd.T, hid["own"] @ Wd2.T + _linear_var(hid["h"], Wd, p, Wd2)
 
 
 # --------------------------------------------------------------------------------------------------- Block
@@ -242,6 +248,15 @@ def _norm_forward(x: np.ndarray, w: np.ndarray, eps: float, p: Precisions) -> di
     y = x * r * w
     elem = y * y * 2 * p.uc * p.uc + (_to_t(x * r, p) * w * w if p.narrow else 0.0) + _stored(y, p)
     return {"y": y, "r": r, "var_r": var_r, "elem": elem}
+
+
+TRACE: dict[str, list[np.ndarray]] | None = None  # when a dict: each site class's var, by name (a breakdown)
+
+
+def _traced(name: str, term: np.ndarray) -> np.ndarray:
+    if TRACE is not None:
+        TRACE.setdefault(name, []).append(term.copy())
+    return term
 
 
 QUERIES = 32  # query tokens analysed at once (the temporaries grow as QUERIES·T·D per head)
@@ -347,10 +362,13 @@ def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarra
     G2 = Gt * Gt
 
     # FFN and the residual (row-wise)
-    var = _linear_var(hid["h"], Wd, p) + _stored(hid["h"] @ Wd.T, p) + hid["own"] @ (Wd * Wd).T
-    var += _es("tim,tm->ti", Ffn * Ffn, n2["elem"])
-    var += _es("tim,tm->ti", Ffn, n2["y"]) ** 2 * n2["var_r"]
-    var += _es("tim,tm->ti", G2, _stored(hJ, p) + _linear_var(oJ.reshape(nJ, H * K), Wo, p) + _to_t(attJ, p))
+    var = _traced("ffn.down", _linear_var(hid["h"], Wd, p) + _stored(hid["h"] @ Wd.T, p))
+    var += _traced("ffn.hidden", hid["own"] @ (Wd * Wd).T)
+    var += _traced(
+        "ffn.norm", _es("tim,tm->ti", Ffn * Ffn, n2["elem"]) + _es("tim,tm->ti", Ffn, n2["y"]) ** 2 * n2["var_r"]
+    )
+    var += _traced("residual", _es("tim,tm->ti", G2, _stored(hJ, p)))
+    var += _traced("attn.out", _es("tim,tm->ti", G2, _linear_var(oJ.reshape(nJ, H * K), Wo, p) + _to_t(attJ, p)))
 
     # p·v (any order over s ≤ t) and the heads rounded to t
     vabs = np.abs(vx)
@@ -360,11 +378,11 @@ def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarra
         _es("hts,shk->thk", Pj, vabs), pv_max, _es("hts,shk->thk", Pj * Pj, vabs * vabs), n_terms,
         p.uc, p.tiny_c,
     ) + _to_t(oJ, p)  # fmt: skip
-    var += _es("tihk,thk->ti", M * M, var_o)
+    var += _traced("attn.pv", _es("tihk,thk->ti", M * M, var_o))
 
     # the softmax sum Z (positive terms, the largest e⁰ = 1, any order) and its reciprocal: o_t scales by 1 − ε_Z
     var_Z = uc2 * (tree_squares(ZJ, 1.0, J[None, :] + 1) / (ZJ * ZJ) + 1.0)  # (H, nJ)
-    var += _es("thi,ht->ti", _es("tihk,thk->thi", M, oJ) ** 2, var_Z)
+    var += _traced("softmax.sum", _es("thi,ht->ti", _es("tihk,thk->thi", M, oJ) ** 2, var_Z))
 
     # per score: the q·k dot product in any order, the scaling, HF's two roundings to t, s − max, exp (relative to
     # e, i.e. additive in s); per probability: the division and its rounding to t, and e^(s−m) flushed below tiny_c
@@ -379,7 +397,7 @@ def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarra
     w = Pj[..., None] * (vx.transpose(1, 0, 2)[:, None] - oJ.transpose(1, 0, 2)[:, :, None])  # (H,nJ,T,K)
     vv = (vx[:, :, :, None] * vx[:, :, None, :]).reshape(T, H, K * K).transpose(1, 0, 2)  # (H, T, K²)
     C = (w * var_S[..., None]).swapaxes(-1, -2) @ w + (var_P @ vv).reshape(H, nJ, K, K)
-    var += _es("tihk,htkl,tihl->ti", M, C, M)
+    var += _traced("softmax.scores+probs", _es("tihk,htkl,tihl->ti", M, C, M))
 
     # q_t and q'_t: o_t moves by A_t·Δq'_t, A_t = Σ_s ∂o_t/∂score_ts·k'_sᵀ/√K; q'_t = R_t q_t
     MA = _es("tihk,htkl->tihl", M, w.swapaxes(-1, -2) @ kx.transpose(1, 0, 2)[:, None] * sq)  # ∂out_t/∂q'_t
@@ -389,12 +407,12 @@ def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarra
         R[:, j, j] = cos[J, j]
         R[:, j, partner] = -sin[J, j] if j < half else sin[J, j]
     MAR = _es("tihl,tlm->tihm", MA, R)
-    var += _es("tihk,thk->ti", MA * MA, f["rope_q"][J]) + _es("tihk,thk->ti", MAR * MAR, f["var_q"][J])
+    var += _traced("q", _es("tihk,thk->ti", MA * MA, f["rope_q"][J]) + _es("tihk,thk->ti", MAR * MAR, f["var_q"][J]))
     # the tables of position t through q_t (doubled: the same entries move k_t, added below)
     cq, sq_ = _es("tihk,thk->tik", MA, q3[J]), _es("tihk,thk->tik", MA, _rot(q3[J]))
     angq = _pairs(_es("tihk,thk->tik", MA, _rot(qp[J])))  # (nJ, D, K/2): ∂out_t/∂angle(t, i) via q_t
-    var += 2 * (_es("tik,tk->ti", cq * cq, f["bcos"][J]) + _es("tik,tk->ti", sq_ * sq_, f["bsin"][J]))
-    var += 2 * _es("tik,tk->ti", angq * angq, f["bang"][J])
+    tab = _es("tik,tk->ti", cq * cq, f["bcos"][J]) + _es("tik,tk->ti", sq_ * sq_, f["bsin"][J])
+    var += _traced("rope.tables", 2 * tab + 2 * _es("tik,tk->ti", angq * angq, f["bang"][J]))
     freq_coef = angq * ang[J][:, None, :]  # a frequency's own error moves every angle: the q part (keys below)
 
     # the attn-norm's r_s scales q_s, k_s, v_s: coefficient Σ_h U·S (keys) + Σ_h P·(M·v) (values) + q (s = t)
@@ -408,7 +426,7 @@ def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarra
         Mg = M[:, :, hs, :]  # (nJ, D, rep, K)
         # v_s: coefficient Σ_{h∈g} M_t[i,h,j]·P_hts
         Pi = _es("ats,bts,sk->tabk", Pj[hs], Pj[hs], f["var_v"][:, g, :])
-        var += _es("tiak,tibk,tabk->ti", Mg, Mg, Pi)
+        var += _traced("v", _es("tiak,tibk,tabk->ti", Mg, Mg, Pi))
         # keys: U = ∂out_t/∂score_ts, then per key site its coefficient on the score
         U = w[hs] @ Mg.transpose(2, 0, 3, 1)  # (rep, nJ, T, D): ∂out_t/∂score_ts
         coef_r += (U * SJ[hs][..., None]).sum(axis=0)
@@ -422,14 +440,14 @@ def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarra
         V += _es("tasi,tbsi,si->tsab", angk, angk, f["bang"])
         for a_ in range(rep):
             for b_ in range(rep):
-                var += (U[a_] * U[b_] * V[:, :, a_, b_][..., None]).sum(axis=1) / K
+                var += _traced("k", (U[a_] * U[b_] * V[:, :, a_, b_][..., None]).sum(axis=1) / K)
         # position t's tables through k_t: once more at s = t (with the q_t path above: 2a² + 2b²)
         Vt = _es("tak,tbk,tk->tab", qpg, qpg, tables[J]) + _es(
             "tai,tbi,ti->tab", angk[diag[0], :, J], angk[diag[0], :, J], f["bang"][J]
         )  # fmt: skip
         Ud = U[:, diag[0], J]  # (rep, nJ, D)
-        var += _es("ati,bti,tab->ti", Ud, Ud, Vt) / K
+        var += _traced("rope.tables", _es("ati,bti,tab->ti", Ud, Ud, Vt) / K)
         freq_coef = freq_coef + (U.swapaxes(-1, -2) @ (angk.swapaxes(0, 1) * ang)).sum(axis=0) * sq  # via keys
-    var += _es("tsi,s->ti", coef_r * coef_r, f["var_r1"])
+    var += _traced("attn.norm", _es("tsi,s->ti", coef_r * coef_r, f["var_r1"]))
     fixed = _es("tij,j->ti", np.abs(freq_coef), f["b_freq"])
     return var, fixed

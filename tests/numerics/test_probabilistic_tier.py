@@ -115,9 +115,9 @@ def test_structured_rows_keep_the_deterministic_bound_alone() -> None:
     rng = np.random.default_rng(0)
     mixed = rng.standard_normal(D) * np.where(np.arange(D) % 2 == 0, 1.0, 2.0**-10)
     rows = np.stack([np.full(D, 0.7), np.where(np.arange(D) == 3, 100.0, 1e-3), mixed, rng.standard_normal(D)])
-    assert list(sites.model_rows(rows, 2.0**-126)) == [False, False, False, True]
+    assert list(sites.model_rows(rows, 2.0**-126, 2.0**-24)) == [False, False, False, True]
     tiny = rng.standard_normal(D) * 2.0**-70  # squares below fp32's smallest normal
-    assert not sites.model_rows(tiny, 2.0**-126)
+    assert not sites.model_rows(tiny, 2.0**-126, 2.0**-24)
     x = torch.from_numpy(rows).float()
     b = bounds.rmsnorm(x, torch.ones(D), EPS, torch.float32, random_rows=True)
     assert np.isinf(b.prob[:3]).all() and np.isfinite(b.prob[3]).all()

@@ -43,13 +43,15 @@ ZEROED = ("attn.wo.weight", "ffn.w_down.weight")
 
 @law("Block", cost=2)
 @given(data=st.data())
-@example(data=S.BLOCK_PINS["GQA H=4 G=2"])
+@example(data=S.SHARP_BLOCK_PINS["GQA H=4 G=2"])
 def block_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
-    """|out − golden| ≤ bounds.block elementwise for the pre-norm block (GQA with G = 1, G = H and 1 < G < H)."""
-    c = data.draw(S.block_cases(dtype, max_dim=32, max_tokens=4), label="case")
-    note(c)
+    """|out − golden| ≤ bounds.block elementwise for the pre-norm block (GQA with G = 1, G = H and 1 < G < H; sharp
+    attention, RoPE angles of radians; random rows also within the probabilistic tier)."""
+    sc = data.draw(S.sharp_block_cases(dtype, max_dim=32, max_tokens=6), label="case")
+    c = sc.case
+    note(sc)
     y = block_forward(impl, c.x, c.config, c.params, dtype, device)
-    b = bounds.block(c.x, c.params, c.config, dtype, random_weights=True)  # the drawn weights: random signs
+    b = bounds.block(c.x, c.params, c.config, dtype, random_weights=True, random_rows=sc.random_rows)
     assert_matches_golden(y, golden.block(c.x, c.params, c.config), b)
 
 
