@@ -25,7 +25,7 @@ from golden.formats import fmt
 from golden.rounding import round_to_grid
 from nanolm_core import ModelConfig
 
-GENERATOR_VERSION = "2.0.0"
+GENERATOR_VERSION = "2.1.0"  # 2.1.0: the sensitive Block cases (appended: the 2.0.0 cases are unchanged)
 EPS = 1e-6
 FULL_VALIDATION = 60_000  # cases with fewer input values are recomputed in full by plain mpmath
 
@@ -186,7 +186,10 @@ def swiglu_cases() -> Iterator[dict[str, Any]]:
 
 def block_cases() -> Iterator[dict[str, Any]]:
     """Pre-norm Blocks with 1 < G < H and 5 ≤ T ≤ 7 in bf16/fp32/fp64; and long sequences, T = 1024 at
-    D/H/G = 32/4/2, rope_theta 10000 and 500000, so that RoPE is checked at positions up to 1023."""
+    D/H/G = 32/4/2, rope_theta 10000 and 500000, so that RoPE is checked at positions up to 1023. Then (generator
+    2.1.0: sensitive cases, issue 18) T = 4096 with sharp attention (q/k weights ×4: softmax far from uniform, so a
+    wrong score, angle or probability moves the output) in fp32 and bf16, and a head dimension of real models
+    (K = 128, D = 256, F = 768) in fp32 and bf16."""
     for k, (D, H, G, T, dt) in enumerate(
         ((32, 4, 2, 6, "bfloat16"), (32, 8, 4, 5, "float32"), (24, 6, 3, 7, "float64"))
     ):
@@ -194,11 +197,33 @@ def block_cases() -> Iterator[dict[str, Any]]:
     for k, (theta, dt) in enumerate(((10000.0, "float32"), (500000.0, "float32"), (500000.0, "bfloat16")), start=3):
         x = Recipe(500 + k, (1, 1024, 32), 1.0, 0.2)
         yield _block(k, 32, 4, 2, dt, theta, f"long sequence (T = 1024), rope_theta {theta:g}, random norms", x)
+    for k, dt in enumerate(("float32", "bfloat16"), start=6):
+        x = Recipe(500 + k, (1, 4096, 32), 1.0)
+        what = "long sequence (T = 4096), sharp attention (q/k weights ×4), rope_theta 10000, random norms"
+        yield _block(k, 32, 4, 2, dt, 10000.0, what, x, logit_scale=4.0, suffix="-sharp")
+    for k, dt in enumerate(("float32", "bfloat16"), start=8):
+        x = Recipe(500 + k, (1, 16, 256), 1.0)
+        what = "a real head dimension (K = 128, D = 256, F = 768), sharp attention (q/k weights ×2), random norms"
+        yield _block(k, 256, 2, 1, dt, 500000.0, what, x, logit_scale=2.0, ffn_dim=768, suffix="-K128")
 
 
-def _block(k: int, D: int, H: int, G: int, dt: str, theta: float, description: str, x: Any) -> dict[str, Any]:
+def _block(
+    k: int,
+    D: int,
+    H: int,
+    G: int,
+    dt: str,
+    theta: float,
+    description: str,
+    x: Any,
+    *,
+    logit_scale: float = 1.0,
+    ffn_dim: int | None = None,
+    suffix: str = "",
+) -> dict[str, Any]:
     T = x.shape[1]
-    cfg = ModelConfig(dim=D, n_heads=H, n_kv_heads=G, ffn_dim=2 * D, max_seq_len=max(16, T), rope_theta=theta)
+    F = ffn_dim or 2 * D
+    cfg = ModelConfig(dim=D, n_heads=H, n_kv_heads=G, ffn_dim=F, max_seq_len=max(16, T), rope_theta=theta)
     K = D // H
     shapes = {
         "attn_norm.weight": (D,),
@@ -207,22 +232,21 @@ def _block(k: int, D: int, H: int, G: int, dt: str, theta: float, description: s
         "attn.wv.weight": (G * K, D),
         "attn.wo.weight": (D, H * K),
         "ffn_norm.weight": (D,),
-        "ffn.w_gate.weight": (2 * D, D),
-        "ffn.w_up.weight": (2 * D, D),
-        "ffn.w_down.weight": (D, 2 * D),
+        "ffn.w_gate.weight": (F, D),
+        "ffn.w_up.weight": (F, D),
+        "ffn.w_down.weight": (D, F),
     }
     fields = ("dim", "n_heads", "n_kv_heads", "ffn_dim", "max_seq_len", "norm_eps", "rope_theta")
     rec: dict[str, Any] = {
-        "id": f"D{D}-H{H}-G{G}-T{T}-{dt}" + ("" if T < 16 else f"-theta{theta:g}"),
+        "id": f"D{D}-H{H}-G{G}-T{T}-{dt}" + ("" if T < 16 else f"-theta{theta:g}") + suffix,
         "description": description,
         "dtype": dt,
         "config": {f: getattr(cfg, f) for f in fields},
         "x": x,
     }
     for j, (name, shape) in enumerate(shapes.items()):
-        rec[name] = (
-            _gamma(600 + 10 * k + j, D, dt) if "norm" in name else _vals(600 + 10 * k + j, shape, dt, shape[-1] ** -0.5)
-        )
+        scale = shape[-1] ** -0.5 * (logit_scale if name in ("attn.wq.weight", "attn.wk.weight") else 1.0)
+        rec[name] = _gamma(600 + 10 * k + j, D, dt) if "norm" in name else _vals(600 + 10 * k + j, shape, dt, scale)
     return rec
 
 
@@ -286,6 +310,27 @@ def header() -> dict[str, Any]:
     }
 
 
+def append(data_dir: Path, family: str, log: Any = print) -> list[str]:
+    """Compute the cases of ``family`` that this generator defines and the stored file lacks, and add them: every
+    stored case is kept verbatim (a stored golden value is never recomputed or overwritten), the file is verified
+    first and rewritten aside then moved, the manifest updated. Returns the new ids."""
+    header, stored = corpus.load_family(family, data_dir)  # verified: manifest, checksum, every case's form
+    have = {c.id for c in stored}
+    records = [c.record for c in stored]
+    new = [spec for spec in GENERATORS[family]() if spec["id"] not in have]
+    for spec in new:
+        records.append(_record(family, spec))
+        log(f"  {family}/{spec['id']}: {records[-1]['validation']}")
+    if new:
+        head = {k: v for k, v in header.items() if k not in ("magic", "format_version", "family", "n_cases")}
+        head.update(generator_version=GENERATOR_VERSION)
+        aside = data_dir / f".{family}.json.new"
+        corpus.write_family(aside, family, head, records)
+        aside.replace(data_dir / f"{family}.json")
+        corpus.write_manifest(data_dir, GENERATOR_VERSION)
+    return [spec["id"] for spec in new]
+
+
 def generate(data_dir: Path, families: tuple[str, ...] = corpus.FAMILIES, log: Any = print) -> None:
     data_dir.mkdir(parents=True, exist_ok=True)
     for fam in families:
@@ -298,4 +343,12 @@ def generate(data_dir: Path, families: tuple[str, ...] = corpus.FAMILIES, log: A
 
 
 if __name__ == "__main__":
-    generate(corpus.DATA_DIR)
+    import argparse
+
+    parser = argparse.ArgumentParser(description="the stored golden corpus: regenerate (golden regen) or append")
+    parser.add_argument("--append", choices=corpus.FAMILIES, help="add the family's missing cases, keep the rest")
+    args = parser.parse_args()
+    if args.append:
+        print("appended:", ", ".join(append(corpus.DATA_DIR, args.append)) or "nothing (every case is stored)")
+    else:
+        generate(corpus.DATA_DIR)

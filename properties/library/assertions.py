@@ -254,8 +254,11 @@ def _judge(
         head = f"ULP error {err_ulp.flat[i]:.4g} > bound {bound_ulp:.4g} ULP"
     else:
         head = f"|actual − {golden_name}| {diff.flat[i]:.4g} > allowed {allowed.flat[i]:.4g}"
+    formula = f"= {bound.formula}"
+    if bound.prob is not None and bound.tier(float(diff.flat[i]), i) == "probabilistic":
+        formula = f"the probabilistic tier, below; the deterministic one {formula}"
     fail(
-        f"{what}: {head} (= {bound.formula}); {int(bad.sum())} of {bad.size} elements out of bound\n"
+        f"{what}: {head} ({formula}); {int(bad.sum())} of {bad.size} elements out of bound\n"
         f"  worst at {_index(i, a.shape)}: {golden_name} {_fmt(float(g.flat[i]))}, actual {_fmt(float(a.flat[i]))}, "
         f"|actual − {golden_name}| {diff.flat[i]:.4g} > allowed {allowed.flat[i]:.4g}"
         + (f"\n  max ULP error over all elements {max_ulp:.4g}" if in_ulps else "")

@@ -802,7 +802,9 @@ def rmsnorm_drift(x: Any, weight: Any, eps: float) -> Bound:
     return between(rmsnorm(x, weight, eps, torch.bfloat16), rmsnorm(x, weight, eps, torch.float32))
 
 
-def rmsnorm_vjp(x: Any, weight: Any, eps: float, grad_out: Any, dtype: Any) -> tuple[Bound, Bound]:
+def rmsnorm_vjp(
+    x: Any, weight: Any, eps: float, grad_out: Any, dtype: Any, *, random_rows: Any = False
+) -> tuple[Bound, Bound]:
     """Bounds for the RMSNorm VJP: dx = r·w⊙g − (r³/D)·x·A, A = Σ_j g_j w_j x_j;  dw = Σ_rows g⊙x·r.
 
     Derivation: autograd in c (or in t for HF's bf16 multiply: the products g·w and g·(x·r) may be rounded
@@ -849,9 +851,24 @@ def rmsnorm_vjp(x: Any, weight: Any, eps: float, grad_out: Any, dtype: Any) -> t
     flat = gxr.map(lambda a: a.reshape(-1, D))
     dw = _contract(flat, _E.exact(np.ones(flat.v.shape[0])), "nd,n->d", max(N, 1), p)
     core = "0.5 + δ: first-order propagation of u_c, u_t roundings through dx = r·w⊙g − r³/D·x·A (any order)"
+    var_dx = var_dw = None
+    model = np.asarray(random_rows, dtype=bool) & sites.model_rows(X, fmt(p.c).smallest_normal, p.uc)
+    if model.any() and e_gain is None and eps2 is None:  # (the cotangent is drawn: random signs)
+        rows_x, rows_g = X.reshape(-1, D), G.reshape(-1, D)
+        v_dx, v_dw = sites.rmsnorm_vjp(rows_x, w, eps, rows_g, p)
+        var_dx = np.where(model.reshape(-1, 1), v_dx, np.inf).reshape(X.shape)
+        var_dw = v_dw if model.all() else None
     return (
-        _finish(dx, p, "rmsnorm_vjp.dx", core, f"D={D}", roundings_t=4),
-        _finish(dw, p, "rmsnorm_vjp.dw", "0.5 + δ: Σ_rows g⊙x·r, γ_N (any order)", f"D={D}, N={N}", roundings_t=4),
+        _finish(dx, p, "rmsnorm_vjp.dx", core, f"D={D}", roundings_t=4, var=var_dx),
+        _finish(
+            dw,
+            p,
+            "rmsnorm_vjp.dw",
+            "0.5 + δ: Σ_rows g⊙x·r, γ_N (any order)",
+            f"D={D}, N={N}",
+            roundings_t=4,
+            var=var_dw,
+        ),
     )
 
 

@@ -138,8 +138,8 @@ def _stored(value: np.ndarray, p: Precisions) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------- which inputs
 def model_rows(x: np.ndarray, smallest_normal: float, u: float) -> np.ndarray:
     """Rows (last axis) whose sum of squares the model describes: many distinct magnitudes (at least min(D, 64)/2:
-    a wide 16-bit row of random values repeats some), at most D/8 terms below 2⁸·u_c·Σx² (terms that a long sum
-    rounds away one after another, all in one direction: stagnation, as after one dominant outlier), no square below
+    a wide 16-bit row of random values repeats some), at most D/8 terms below 4·u_c·Σx² (terms that a long sum
+    rounds away, ≥ 1/8 of each, one after another and all in one direction: stagnation, as after one outlier), no square below
     the smallest normal of c. A constant or repeated row, one outlier over tiny entries, a row of mixed 2^10 scales,
     a row whose squares underflow: their rounding errors correlate, so they keep the deterministic bound alone. (A row
     of fewer than 4 entries gains nothing from the model: it is left out too.)"""
@@ -152,7 +152,7 @@ def model_rows(x: np.ndarray, smallest_normal: float, u: float) -> np.ndarray:
     distinct = 1 + np.sum(srt[:, 1:] != srt[:, :-1], axis=-1)
     sq = rows * rows
     total = sq.sum(axis=-1)
-    ok = (2 * distinct >= min(D, 64)) & (np.sum(sq < 256 * u * total[:, None], axis=-1) <= D // 8)
+    ok = (2 * distinct >= min(D, 64)) & (np.sum(sq < 4 * u * total[:, None], axis=-1) <= D // 8)
     ok &= ~np.any((sq > 0) & (sq < smallest_normal), axis=-1)
     return ok.reshape(X.shape[:-1])
 
@@ -184,6 +184,38 @@ def rmsnorm(x: np.ndarray, w: np.ndarray, eps: float, p: Precisions) -> tuple[np
     y = x * r * w
     var = y * y * (var_r + 2 * p.uc * p.uc) + (_to_t(x * r, p) * w * w if p.narrow else 0.0)
     return y, var
+
+
+def rmsnorm_vjp(x: np.ndarray, w: np.ndarray, eps: float, g: np.ndarray, p: Precisions) -> tuple[np.ndarray, ...]:
+    """(var dx, var dγ) of the RMSNorm VJP on rows x (N, D) with a drawn cotangent g (random signs):
+    dx = r·(g⊙w) − (r³/D)·x·A, A = Σ_j g_j w_j x_j (a dot product whose terms have g's random signs, any order);
+    dγ = Σ_rows g⊙(x·r) (an N-term sum, random signs, any order). Sites: r (the forward's relative error, shared by
+    both terms: coefficient term₁ − 3·term₂), r³'s two products, g⊙w (in c; HF: rounded to t) through both terms
+    (coefficient r·[i = j] − r³x_i x_j/D), A's dot product, the products and the difference (HF: dx rounded to t);
+    for dγ each term's two products (HF: each rounded to t) and its row's r."""
+    D = x.shape[-1]
+    r, _, var_r = _norm_r_var(x, eps, p)  # (N, 1)
+    uc2, ut2 = p.uc * p.uc, (p.ut * p.ut if p.narrow else 0.0)
+    gw = g * w
+    b_gw = (uc2 + ut2) * gw * gw + (p.tiny_t**2 if p.narrow else 0.0)
+    terms = gw * x
+    A = terms.sum(axis=-1, keepdims=True)
+    at = np.abs(terms)
+    var_A = _reduction_var(at.sum(-1, keepdims=True), at.max(-1, keepdims=True), (terms * terms).sum(-1, keepdims=True),
+                           D, p.uc, p.tiny_c, signs=True)  # fmt: skip
+    r3 = r**3
+    t1, t2 = r * gw, r3 * A * x / D
+    c_x = r3 * x / D  # coefficient of an absolute error of A on dx_i
+    var = (t1 - 3 * t2) ** 2 * var_r + t2 * t2 * 5 * uc2 + t1 * t1 * uc2  # r, r³'s 2 and term₂'s 3 products, term₁'s
+    var = var + r * r * b_gw * (1 - 2 * r * r * x * x / D) + c_x * c_x * ((x * x * b_gw).sum(-1, keepdims=True) + var_A)
+    dx = t1 - t2
+    var = var + (uc2 + ut2) * dx * dx
+    xr = x * r
+    pr = g * xr  # (N, D): the terms of dγ
+    apr = np.abs(pr)
+    var_w = _reduction_var(apr.sum(0), apr.max(0), (pr * pr).sum(0), x.shape[0], p.uc, p.tiny_c, signs=True)
+    var_w = var_w + (pr * pr * (2 * (uc2 + ut2) + var_r)).sum(0)
+    return var, var_w
 
 
 # -------------------------------------------------------------------------------------------------- SwiGLU

@@ -217,11 +217,21 @@ def _rope(a: np.ndarray, cos: np.ndarray, sin: np.ndarray, t: torch.dtype, hf: b
     return r(r(a * cos) + r(rot * sin))
 
 
-def block(x: np.ndarray, P: dict[str, np.ndarray], cfg, t: torch.dtype, order: str, hf: bool = False) -> np.ndarray:
+STAGES = ("norm", "qkv", "angles", "tables", "scores", "softmax", "softmax_sum", "pv", "wo", "gate", "up", "down")
+
+
+def block(
+    x: np.ndarray, P: dict[str, np.ndarray], cfg, t: torch.dtype, order: str, hf: bool = False, perturb=None
+) -> np.ndarray:
     """The pre-norm Block of rows x (1, T, D) with every dot product and sum in ``order``: the reference (norms in c
     rounded once, projections rounded to t, RoPE / scores / softmax / p·v in c, heads rounded to t, SwiGLU and the
     residuals in t) or HF's eager decoder layer in t (``hf``: x·r rounded before ·w, cos/sin, RoPE products, q·kᵀ,
-    the scaling, the probabilities, p·v and every SwiGLU intermediate rounded to t)."""
+    the scaling, the probabilities, p·v and every SwiGLU intermediate rounded to t).
+
+    ``perturb(stage, value) -> value``: an emulated implementation that errs at one stage (STAGES: the norms' r, the
+    q/k/v projections, the RoPE angles, the cos/sin tables, the scores, the probabilities, the softmax sum, p·v,
+    W_o's output, the SiLU gate, the up projection, W_down's output) — the sensitivity measurement."""
+    at = perturb or (lambda stage, value: value)
     c = compute_dtype(t)
     _, T, D = x.shape
     H, G = cfg.n_heads, cfg.n_kv_heads
@@ -230,31 +240,60 @@ def block(x: np.ndarray, P: dict[str, np.ndarray], cfg, t: torch.dtype, order: s
     Pc = {k: v.astype(c) for k, v in P.items()}
     rows = x[0]
     sums = "sequential" if order == "fma" else order  # (sums of squares: no products to fuse)
-    a = rmsnorm(rows, P["attn_norm.weight"], eps, t, sums, hf=hf).astype(c)
+
+    def norm(z: np.ndarray, w: np.ndarray) -> np.ndarray:
+        if perturb is None:
+            return rmsnorm(z, w, eps, t, sums, hf=hf).astype(c)
+        zc = z.astype(c)
+        r = at("norm", c(1) / np.sqrt(reduce(zc * zc, sums)[..., None] / c(z.shape[-1]) + c(eps)))
+        return to_t(zc * r * w.astype(c), t)
+
+    a = norm(rows, P["attn_norm.weight"])
 
     def proj(w: np.ndarray, n: int) -> np.ndarray:
-        return to_t(matvec(a, w, order), t).reshape(T, n, K).transpose(1, 0, 2)  # (n, T, K)
+        return to_t(at("qkv", matvec(a, w, order)), t).reshape(T, n, K).transpose(1, 0, 2)  # (n, T, K)
 
     q, k, v = proj(Pc["attn.wq.weight"], H), proj(Pc["attn.wk.weight"], G), proj(Pc["attn.wv.weight"], G)
     inv = (c(1) / c(cfg.rope_theta) ** (np.arange(0, K, 2, dtype=c) / c(K))).astype(c)
-    ang = np.arange(T, dtype=c)[:, None] * inv[None, :]
+    ang = at("angles", np.arange(T, dtype=c)[:, None] * inv[None, :])
     ang = np.concatenate([ang, ang], axis=-1)
-    cos, sin = (f(ang.astype(np.float64)).astype(c) for f in (np.cos, np.sin))
+    cos, sin = (at("tables", f(ang.astype(np.float64)).astype(c)) for f in (np.cos, np.sin))
     if hf:
         cos, sin = to_t(cos, t), to_t(sin, t)
     q, k = _rope(q, cos, sin, t, hf), _rope(k, cos, sin, t, hf)
     k, v = np.repeat(k, H // G, axis=0), np.repeat(v, H // G, axis=0)
     scores = dot(q[:, :, None, :], k[:, None, :, :], order)  # (H, T, T)
-    scores = to_t(to_t(scores, t) * c(1 / math.sqrt(K)), t) if hf else scores / c(math.sqrt(K))
+    scores = at("scores", to_t(to_t(scores, t) * c(1 / math.sqrt(K)), t) if hf else scores / c(math.sqrt(K)))
     causal = np.tril(np.ones((T, T), dtype=bool))
     scores = np.where(causal, scores, c(-np.inf))
     e = np.where(causal, _exp(scores - scores.max(axis=-1, keepdims=True)), c(0))
-    p = e / reduce(e, "sequential" if order == "fma" else order)[..., None]
+    p = at("softmax", e / at("softmax_sum", reduce(e, "sequential" if order == "fma" else order)[..., None]))
     if hf:
         p = to_t(p, t)
-    o = dot(p[:, :, None, :], np.swapaxes(v, -1, -2)[:, None, :, :], order)  # (H, T, K)
+    o = at("pv", dot(p[:, :, None, :], np.swapaxes(v, -1, -2)[:, None, :, :], order))  # (H, T, K)
     heads = to_t(o.transpose(1, 0, 2).reshape(T, H * K), t)
-    h = to_t(rows.astype(c) + to_t(matvec(heads, Pc["attn.wo.weight"], order), t), t)
-    b = rmsnorm(h, P["ffn_norm.weight"], eps, t, sums, hf=hf).astype(c)
-    fused, hf_y = swiglu(b, P["ffn.w_gate.weight"], P["ffn.w_up.weight"], P["ffn.w_down.weight"], t, order)
-    return to_t(h + (hf_y if hf else fused).astype(c), t)[None]
+    h = to_t(rows.astype(c) + to_t(at("wo", matvec(heads, Pc["attn.wo.weight"], order)), t), t)
+    b = norm(h, P["ffn_norm.weight"])
+    if perturb is None:
+        fused, hf_y = swiglu(b, P["ffn.w_gate.weight"], P["ffn.w_up.weight"], P["ffn.w_down.weight"], t, order)
+        return to_t(h + (hf_y if hf else fused).astype(c), t)[None]
+    g = to_t(matvec(b, Pc["ffn.w_gate.weight"], order), t)
+    u = to_t(at("up", matvec(b, Pc["ffn.w_up.weight"], order)), t)
+    hid = to_t(to_t(at("gate", _silu(g)), t) * u, t)
+    f = to_t(at("down", matvec(hid, Pc["ffn.w_down.weight"], order)), t)
+    return to_t(h + f, t)[None]
+
+
+def rmsnorm_vjp(x: np.ndarray, w: np.ndarray, eps: float, g: np.ndarray, t: torch.dtype, order: str, hf: bool = False):
+    """(dx, dγ) of RMSNorm rows x for the cotangent g, every sum in ``order``: dx = r·(g⊙w) − r³/D·x·Σ_j g_j w_j x_j,
+    dγ = Σ_rows g⊙(x·r), in c (HF: g⊙w, x·r, g⊙(x·r) and dx rounded to t), rounded to t."""
+    c = compute_dtype(t)
+    sums = "sequential" if order == "fma" else order
+    xc, wc, gc = x.astype(c), w.astype(c), g.astype(c)
+    r = c(1) / np.sqrt(reduce(xc * xc, sums)[..., None] / c(x.shape[-1]) + c(eps))
+    r_t = (lambda v: to_t(v, t)) if hf else (lambda v: v)
+    gw = r_t(gc * wc)
+    A = dot(gw, xc, order)[..., None]
+    dx = r_t(r * gw - r * r * r * A * xc / c(x.shape[-1]))
+    terms = r_t(gc * r_t(xc * r))
+    return to_t(dx, t), to_t(reduce(np.ascontiguousarray(terms.T), sums), t)

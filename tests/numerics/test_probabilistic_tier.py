@@ -122,3 +122,24 @@ def test_structured_rows_keep_the_deterministic_bound_alone() -> None:
     b = bounds.rmsnorm(x, torch.ones(D), EPS, torch.float32, random_rows=True)
     assert np.isinf(b.prob[:3]).all() and np.isfinite(b.prob[3]).all()
     assert bounds.rmsnorm(x, torch.ones(D), EPS, torch.float32).prob is None  # the law did not draw them
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_rmsnorm_gradients_of_random_rows_stay_within_both_tiers_in_every_order(dtype: torch.dtype) -> None:
+    worst: dict[str, float] = {}
+    dot_orders = orders.DOT_ORDERS if dtype != torch.float64 else orders.ORDERS
+    for D, N in ((64, 160), (760, 8), (4096, 3)):
+        rng = np.random.default_rng(D + N)
+        x = _exact(rng.standard_normal((N, D)), dtype)
+        w = _exact(rng.uniform(0.5, 1.5, D) * rng.choice((-1.0, 1.0), D), dtype)
+        g = _exact(rng.standard_normal((N, D)), dtype)
+        xt, wt, gt = (torch.from_numpy(a).to(dtype) for a in (x, w, g))
+        bdx, bdw = bounds.rmsnorm_vjp(xt, wt, EPS, gt, dtype, random_rows=True)
+        assert bdx.prob is not None and bdw.prob is not None
+        gdx, gdw = golden.rmsnorm_vjp(xt, wt, EPS, gt)
+        for order in dot_orders:
+            for hf in _conventions(dtype):
+                dx, dw = orders.rmsnorm_vjp(x, w, EPS, g, dtype, order, hf)
+                key = order + (" (HF)" if hf else "")
+                worst[key] = max(worst.get(key, 0.0), _worst(dx, gdx, bdx, dtype), _worst(dw, gdw, bdw, dtype))
+    _check(worst, f"rmsnorm_vjp {dtype} worst error/allowed")
