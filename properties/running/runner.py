@@ -506,10 +506,11 @@ class Task:
     law: str = ""  # the law's statement
     database: str | None = None
     impl: str | None = None  # another implementation than the pool's (the catalogue runs many in one pool)
+    replay: tuple[tuple[str | None, Any], ...] | None = None  # run once on these recorded draws (replay FILE)
 
     def run(self, impl: Implementation) -> LawResult:
         return run_law(LAWS[self.law_id], impl, dtype=self.dtype, device=self.device, profile=self.profile,
-                       seed=self.seed, database=self.database)  # fmt: skip
+                       seed=self.seed, database=self.database, replay=self.replay)  # fmt: skip
 
 
 def plan(
