@@ -18,7 +18,8 @@ import textwrap
 import pytest
 
 from properties.commands import teach
-from properties.commands.teach import Demo, demonstrate_pitfall
+from properties.commands.results import Demo
+from properties.commands.teach import demonstrate_pitfall
 from properties.gallery import PITFALLS, Pitfall
 from properties.running.devices import accelerators
 from properties.running.loading import load
