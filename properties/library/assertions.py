@@ -33,6 +33,8 @@ from golden.formats import fmt
 from properties.library import context
 from properties.numerics import ulp as _ulp
 from properties.numerics.bounds import Bound, order_class
+from properties.numerics.ulp import as_f64
+from properties.numerics.ulp import golden_parts as golden_f64
 
 __all__ = [
     "as_f64",
@@ -57,25 +59,6 @@ def fail(message: str, cause: str = "law") -> None:
 
 
 _FAILURES = {"law": context.LawFailure, "contract": context.ContractFailure, "crash": context.SubjectCrash}
-
-
-def as_f64(t: torch.Tensor | np.ndarray) -> np.ndarray:
-    """Exact float64 copy (every fp32/fp16/bf16 value is a float64) as a numpy array on the CPU."""
-    if isinstance(t, np.ndarray):
-        return t.astype(np.float64, copy=False)
-    if not isinstance(t, torch.Tensor):
-        return np.asarray(t, dtype=np.float64)
-    return t.detach().to("cpu", torch.float64).numpy()
-
-
-def golden_f64(g: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(hi, lo) float64 arrays of a Golden (or of a plain array: lo = 0)."""
-    if hasattr(g, "hi"):
-        hi = np.asarray(g.hi, dtype=np.float64)
-        lo = getattr(g, "lo", None)
-        return hi, (np.zeros_like(hi) if lo is None else np.asarray(lo, dtype=np.float64))
-    hi = as_f64(g)
-    return hi, np.zeros_like(hi)
 
 
 def _fmt(v: float) -> str:
@@ -120,22 +103,17 @@ def assert_matches_golden(actual: torch.Tensor, golden: Any, bound: Bound, *, wh
     """
     __tracebackhide__ = True
     dtype = actual.dtype
-    hi, lo = golden_f64(golden)
+    gold = golden_f64(golden)
+    hi, lo = gold
     a = as_f64(actual)
     if a.shape != hi.shape:
         fail(f"{what}: shape {a.shape} ≠ golden shape {hi.shape}")
-    gold = _Golden(hi, lo)
     diff, err_ulp = _ulp.abs_error(a, gold, dtype), _ulp.ulp_error(a, gold, dtype)
     allowed = np.broadcast_to(np.asarray(bound.abs, dtype=np.float64), hi.shape)
     with np.errstate(invalid="ignore"):
         reach = (np.abs(hi + lo) + allowed >= fmt(dtype).overflow_threshold) & np.isinf(a) & (np.sign(a) == np.sign(hi))
     ok = (diff <= allowed) | reach | _undetermined(allowed, dtype)
     return _judge(a, hi + lo, err_ulp, diff, ok, bound, dtype, what, "golden", record=record)
-
-
-class _Golden:
-    def __init__(self, hi: np.ndarray, lo: np.ndarray) -> None:
-        self.hi, self.lo = hi, lo
 
 
 def assert_close(

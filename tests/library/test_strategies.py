@@ -12,12 +12,13 @@ import pytest
 import torch
 from hypothesis import HealthCheck, Phase, find, given, settings
 
+from golden.formats import FORMATS
 from properties.library import strategies as S
 
 FIND = settings(
     max_examples=2000, database=None, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True
 )
-DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
+DTYPES = tuple(f.dtype for f in FORMATS)
 
 
 class _Found(Exception):

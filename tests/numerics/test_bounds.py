@@ -24,11 +24,12 @@ import torch.nn.functional as F
 
 import golden
 import nanolm_core
+from golden.formats import FORMATS
 from nanolm_core import ModelConfig
 from properties.numerics import bounds, ulp
 
-DTYPES = [torch.bfloat16, torch.float16, torch.float32, torch.float64]
-IDS = ["bf16", "fp16", "fp32", "fp64"]
+DTYPES = [f.dtype for f in reversed(FORMATS)]
+IDS = [f.name for f in reversed(FORMATS)]
 EPS = 1e-6
 
 

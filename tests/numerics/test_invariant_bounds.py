@@ -17,14 +17,15 @@ import torch.nn.functional as F
 import golden
 import nanolm_core
 from golden import dd
+from golden.formats import FORMATS
 from properties.adapters import torch_ref
 from properties.numerics import bounds, ulp
 from tests.numerics import orders
 from tests.numerics.test_bounds import _block_case, _hf_llama_rmsnorm
 from tests.numerics.test_reduction_orders import adversarial_rows
 
-DTYPES = [torch.bfloat16, torch.float16, torch.float32, torch.float64]
-IDS = ["bf16", "fp16", "fp32", "fp64"]
+DTYPES = [f.dtype for f in reversed(FORMATS)]
+IDS = [f.name for f in reversed(FORMATS)]
 EPS = 1e-6
 DIMS = (3, 760, 4096)
 
