@@ -12,7 +12,7 @@ from golden.formats import FORMATS
 from properties.library import strategies as S
 from properties.library.laws import domain, lifecycle, sequence
 from properties.numerics import bounds
-from tests.library.test_strategies import reach
+from tests.common.search import reach
 
 DTYPES = tuple(f.dtype for f in FORMATS)
 
