@@ -20,17 +20,16 @@ uses the mpmath evaluator outside it.
 from __future__ import annotations
 
 import functools
-import os
-from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+import threading
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
 from golden import dd
 from golden.dd import DD
-from golden.framework import Deadline, Opts, Stats, check_kernel, context
+from golden.framework import Deadline, Opts, Stats, check_kernel, context, pool_map
 
 _TERM_BUDGET = 1 << 19  # float64 elements per chunk of a matrix–vector product (4 MiB: stays in cache)
 _ATTENTION_BUDGET = 1 << 23  # float64 terms per chunk of query positions in attention (64 MiB)
@@ -68,33 +67,10 @@ def _dot(a: DD, b: DD, axis: int, tol_bits: int, stats: Stats) -> DD:
     return _sum_terms(stacked, tol_bits, stats, overwrite=False)
 
 
-_POOL: ThreadPoolExecutor | None = None
-
-
-def _pool_map(fn: Callable[[int], Any], items: list[int], work: int) -> list[Any]:
-    """Map over chunks, on a small thread pool when the work is large (numpy ufuncs release the GIL)."""
-    global _POOL
-    workers = max(1, min(4, os.cpu_count() or 1))
-    if work < (1 << 20) or len(items) < 2 or workers == 1:
-        return [fn(i) for i in items]
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="golden")
-    return list(_POOL.map(fn, items))
-
-
 def _gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a @ bᵀ in float64. Small products run single-threaded (torch, one intra-op thread for the call): on a
-    busy machine a multi-threaded BLAS spins and is 20× slower on such sizes. Exactness does not depend on the
-    summation order (see :func:`_ozaki_bits`), so any GEMM is correct here.
-    """
-    if a.shape[0] * b.shape[0] * a.shape[1] >= (1 << 26):
-        return a @ b.T
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return (torch.from_numpy(a) @ torch.from_numpy(b).T).numpy()
-    finally:
-        torch.set_num_threads(prev)
+    """a @ bᵀ in float64, by torch in the calling thread (single-threaded inside :func:`golden.framework.pool_map`).
+    Exactness does not depend on the summation order (see :func:`_ozaki_bits`), so any GEMM is correct here."""
+    return (torch.from_numpy(a) @ torch.from_numpy(b).T).numpy()
 
 
 def _ozaki_bits(n: int, w_narrow: bool) -> tuple[int, int]:
@@ -106,9 +82,37 @@ def _ozaki_bits(n: int, w_narrow: bool) -> tuple[int, int]:
     ≤ 24-bit weights get wide slices (b_w = 28: one slice covers a bf16/fp16 row of ≤ 20 binades, so the big
     matrix is read once) and x narrow ones; float64 weights split the budget evenly.
     """
-    budget = 53 - int(np.ceil(np.log2(max(n, 2))))
+    budget = _ozaki_budget(n)
     b_w = 28 if w_narrow else budget // 2
     return budget - b_w, b_w
+
+
+def _ozaki_budget(n: int) -> int:
+    """53 − ⌈log2 n⌉: the bits a slice product may have for n of them to sum exactly (:func:`_ozaki_bits`)."""
+    return 53 - int(np.ceil(np.log2(max(n, 2))))
+
+
+def _row_grid(W32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of a float32 matrix, (g, b): every entry is an integer multiple of the power of two g and
+    below 2^b·g in magnitude — read from the bit patterns, no arithmetic on the values.
+
+    With p = 24 − (trailing zero bits common to every significand of the row), an entry of exponent e is a
+    multiple of 2^(e − p + 1) (subnormals: e = −126) and below 2^(e+1); so with e_min, e_max the exponents of
+    the smallest nonzero and the largest |entry|, g = 2^(e_min − p + 1) and b = e_max − e_min + p (b = 0 for a
+    zero row). Five passes over 4-byte integers; a bf16 row of randn values gives b ≈ 22.
+    """
+    bits = W32.view(np.uint32)
+    a = np.bitwise_and(bits, np.uint32(0x7FFFFFFF))  # |w| as bits: order-preserving for finite values
+    top = a.max(axis=1).astype(np.int64)
+    used = (np.bitwise_or.reduce(a, axis=1) & np.uint32(0x7FFFFF)).astype(np.int64)  # significand bits in use
+    a -= np.uint32(1)  # 0 wraps to 2^32 − 1: the minimum below is the smallest nonzero |w| (minus one)
+    low = a.min(axis=1).astype(np.int64) + 1
+    tz = np.where(used == 0, 23, np.frexp((used & -used).astype(np.float64))[1] - 1)
+    p = 24 - tz
+    e_max = np.maximum(top >> 23, 1) - 127
+    e_min = np.maximum(low >> 23, 1) - 127
+    zero = top == 0
+    return np.where(zero, 1.0, np.ldexp(1.0, e_min - p + 1)), np.where(zero, 0, e_max - e_min + p)
 
 
 def _slice_rows(
@@ -145,50 +149,110 @@ def _slice_rows(
     return None
 
 
-def _matvec_ozaki(W: np.ndarray, X: DD, tol_bits: int, exact_x: bool = False) -> tuple[DD, np.ndarray] | None:
-    """W x by the Ozaki–Ogita–Oishi error-free splitting: x = Σ_a X_a + R, W = Σ_b W_b (rows sliced as in
-    :func:`_slice_rows`, widths from :func:`_ozaki_bits`), every X_a W_bᵀ computed *exactly* by float64 GEMM, and
-    the s_x·s_w exact partial results of each output summed by :func:`golden.dd.acc_sum`. W is processed in
-    cache-sized row chunks (read once). The x remainder R (max|R_i| ≤ 2^-(tol+8+⌈log2 n⌉)·max|x_i|, or R = 0
-    with ``exact_x``) is left out and bounded by max|R_i|·‖W_m‖₁. Returns (W x, error bound), or None when not
-    applicable (then the per-product path is used).
+class _XSlices(NamedTuple):
+    """x cut into slices of ≤ b_x bits (:func:`_slice_rows`), stacked for one GEMM."""
+
+    stacked: np.ndarray  # (s·N, n): slice a of row r at a·N + r
+    count: int  # s
+    grid_min: float  # smallest and largest nonzero slice grid (for the under/overflow guard)
+    grid_max: float
+    rest: np.ndarray  # max|remainder| per row (0: sliced exactly)
+
+
+def _matvec_ozaki(
+    W: np.ndarray, X: DD, tol_bits: int, dl: Deadline, exact_x: bool = False
+) -> tuple[DD, np.ndarray] | None:
+    """W x by the Ozaki–Ogita–Oishi error-free splitting: x = Σ_a X_a + R, W = Σ_b W_b, every X_a W_bᵀ computed
+    *exactly* by float64 GEMM, and the exact partial results of each output summed by :func:`golden.dd.acc_sum`.
+    W is processed in cache-sized row chunks (read once). The x remainder R (max|R_i| ≤ 2^-(tol+8+⌈log2 n⌉)·max|x_i|,
+    or R = 0 with ``exact_x``) is left out and bounded by max|R_i|·‖W_m‖₁. Returns (W x, error bound), or None when
+    not applicable (then the per-product path is used).
+
+    W is not sliced at all (one slice: itself) when it is float32 and every row of the chunk lies on a grid of
+    b_w ≤ budget − 8 bits (:func:`_row_grid`); x is then sliced to b_x = budget − b_w bits, so the chunk costs one
+    conversion, one GEMM and a few integer passes. Otherwise W is sliced as :func:`_ozaki_bits` says; slicing x
+    finer is cheap while x has few rows, so the direct form is taken unless it needs over twice the x slices.
     """
     M, n = W.shape
     N = X.hi.shape[0]
-    b_x, b_w = _ozaki_bits(n, W.dtype == np.float32)
-    rel_stop = 0.0 if exact_x else 2.0 ** -(tol_bits + 8 + int(np.ceil(np.log2(max(n, 2)))))
-    xs = _slice_rows(X.hi, X.lo, b_x, 48 if exact_x else 24, rel_stop)
-    if xs is None or not xs[0]:
-        return None
-    x_all = np.concatenate(xs[0])  # (s_x·N, n)
-    sx = len(xs[0])
-    gx = np.concatenate([g[g > 0] for g in xs[1]] + [np.ones(1)])
-    lo_x, hi_x = gx.min(), gx.max()
-    truncated = bool(np.any(xs[2]))
+    budget = _ozaki_budget(n)
+    b_x_sliced, b_w_sliced = _ozaki_bits(n, W.dtype == np.float32)
+    stop_bits = tol_bits + 8 + int(np.ceil(np.log2(max(n, 2))))  # a slice takes ≥ b_x − 1 bits off max|x_i|
+    rel_stop = 0.0 if exact_x else 2.0**-stop_bits
+    lock = threading.Lock()
+    cache: dict[int, _XSlices | None] = {}
+
+    def x_slices(b_x: int) -> _XSlices | None:
+        with lock:
+            if b_x not in cache:
+                xs = _slice_rows(X.hi, X.lo, b_x, 48 if exact_x else 3 + stop_bits // (b_x - 1), rel_stop)
+                if xs is None or not xs[0]:
+                    cache[b_x] = None
+                else:
+                    g = np.concatenate([g[g > 0] for g in xs[1]] + [np.ones(1)])
+                    cache[b_x] = _XSlices(np.concatenate(xs[0]), len(xs[0]), g.min(), g.max(), xs[2])
+            return cache[b_x]
+
+    def product(i: int, c: int) -> tuple[np.ndarray, np.ndarray | None] | None:
+        """Rows i..i+c−1 of W: (the exact partial results (N, c, k), the bound on the x remainder's part or None)."""
+        Wc = W[i : i + c].astype(np.float64)
+        xs: _XSlices | None = None
+        if W.dtype == np.float32:
+            gw, bw = _row_grid(W[i : i + c])
+            b_w = min(budget - 8, -(-int(bw.max()) // 4) * 4)  # rounded up: few distinct x slicings
+            if bw.max() <= b_w:
+                xs = x_slices(budget - b_w)
+                alt = x_slices(b_x_sliced) if b_w > b_w_sliced else None
+                if xs is not None and alt is not None and xs.count > 2 * alt.count:
+                    xs = None
+                if xs is not None:
+                    w_slices, gw_min, gw_max = Wc, gw.min(), gw.max()
+        if xs is None:
+            xs = x_slices(b_x_sliced)
+            if xs is None:
+                return None
+            w_l1 = np.abs(Wc).sum(axis=1) if xs.rest.any() else None  # before slicing overwrites Wc
+            ws = _slice_rows(Wc, None, b_w_sliced, 8, copy=False)
+            if ws is None:
+                return None
+            gw = np.concatenate([g[g > 0] for g in ws[1]] + [np.ones(1)])
+            w_slices, gw_min, gw_max = np.concatenate(ws[0]) if len(ws[0]) > 1 else ws[0][0], gw.min(), gw.max()
+        elif xs.rest.any():
+            w_l1 = np.abs(Wc).sum(axis=1)
+        if xs.grid_min * gw_min < 2.0**-1000 or xs.grid_max * gw_max > 2.0**900 / (n * 2.0**110):  # products normal
+            return None
+        sw = w_slices.shape[0] // c
+        prod = _gemm(xs.stacked, w_slices)  # exact slice-product sums, (s_x·N, s_w·c)
+        parts = prod.reshape(xs.count, N, sw, c).transpose(1, 3, 0, 2).reshape(N, c, xs.count * sw)
+        if not xs.rest.any():
+            return parts, None
+        return parts, xs.rest[:, None] * (w_l1 * (1 + n * 2.0**-52))[None, :]  # ‖W_m‖₁ rounded up
+
     out_hi, out_lo, out_b = np.empty((N, M)), np.empty((N, M)), np.empty((N, M))
-    ch = max(1, min(M, (1 << 18) // max(1, n)))
+    ch = max(1, min(M, (1 << 18) // max(1, n)))  # rows per product: 2 MiB of float64 W stays in cache
+    n_sub = -(-M // ch)
+    per_task = max(1, min((1 << 16) // max(1, N * ch), -(-n_sub // 4)))  # sums batched, ≥ 4 tasks for the pool
     failed: list[bool] = []
 
-    def run(i: int) -> None:
-        Wc = W[i : i + ch].astype(np.float64)
-        w_l1 = np.abs(Wc).sum(axis=1) if truncated else None  # ‖W_m‖₁ for the bound on the x remainder
-        ws = _slice_rows(Wc, None, b_w, 8, copy=False)
-        if ws is None:
-            failed.append(True)
-            return
-        gw = np.concatenate([g[g > 0] for g in ws[1]] + [np.ones(1)])
-        if lo_x * gw.min() < 2.0**-1000 or hi_x * gw.max() > 2.0**900 / (n * 2.0**110):  # keep products normal
-            failed.append(True)
-            return
-        c, sw = Wc.shape[0], len(ws[0])
-        prod = _gemm(x_all, np.concatenate(ws[0]) if sw > 1 else ws[0][0])  # exact slice-product sums
-        parts = prod.reshape(sx, N, sw, c).transpose(1, 3, 0, 2).reshape(N, c, sx * sw)
-        s, bound = dd.acc_sum(parts, tol_bits=tol_bits + 4)
-        if w_l1 is not None:
-            bound = bound + xs[2][:, None] * w_l1[None, :] * (1 + 2.0**-40)
-        out_hi[:, i : i + c], out_lo[:, i : i + c], out_b[:, i : i + c] = s.hi, s.lo, bound
+    def run(start: int) -> None:
+        dl.check()
+        groups: dict[int, list[tuple[int, np.ndarray, np.ndarray | None]]] = {}
+        for i in range(start, min(M, start + ch * per_task), ch):
+            res = product(i, min(ch, M - i))
+            if res is None:
+                failed.append(True)
+                return
+            groups.setdefault(res[0].shape[-1], []).append((i, *res))
+        for items in groups.values():  # one certified summation per number of partial results
+            s, bound = dd.acc_sum(np.concatenate([p for _, p, _ in items], axis=1), tol_bits=tol_bits + 4)
+            j = 0
+            for i, p, extra in items:
+                src, dst = slice(j, j + p.shape[1]), slice(i, i + p.shape[1])
+                out_hi[:, dst], out_lo[:, dst] = s.hi[:, src], s.lo[:, src]
+                out_b[:, dst] = bound[:, src] if extra is None else bound[:, src] + extra
+                j += p.shape[1]
 
-    _pool_map(run, list(range(0, M, ch)), M * n * max(1, sx))
+    pool_map(run, list(range(0, M, ch * per_task)), M * n)
     if failed:
         return None
     return DD(out_hi, out_lo), out_b
@@ -206,9 +270,14 @@ def _matvec(W: np.ndarray, x: DD, x_narrow: bool, tol_bits: int, stats: Stats, d
     X = x.reshape(-1, n)
     N = X.hi.shape[0]
     if (N >= 2 or W.dtype == np.float32) and n > 0 and M > 0:  # error-free slicing + BLAS: W read once
-        res = _matvec_ozaki(W, X, tol_bits)
-        if res is not None and np.any(res[1] > np.ldexp(np.abs(res[0].hi), -(tol_bits + 2))):
-            res = _matvec_ozaki(W, X, tol_bits, exact_x=True)  # cancellation: slice x completely (no remainder)
+        res = _matvec_ozaki(W, X, tol_bits, dl)
+        redo = np.flatnonzero(np.any(res[1] > np.ldexp(np.abs(res[0].hi), -(tol_bits + 2)), axis=0)) if res else []
+        if len(redo):  # cancellation in these outputs: recompute them with x sliced completely (no remainder)
+            fix = _matvec_ozaki(np.ascontiguousarray(W[redo]), X, tol_bits, dl, exact_x=True)
+            if fix is None:
+                res = None
+            else:
+                res[0].hi[:, redo], res[0].lo[:, redo], res[1][:, redo] = fix[0].hi, fix[0].lo, fix[1]
         if res is not None:
             stats.record(*res)
             return DD(res[0].hi.reshape(*lead, M), res[0].lo.reshape(*lead, M))
@@ -249,7 +318,7 @@ def _matvec(W: np.ndarray, x: DD, x_narrow: bool, tol_bits: int, stats: Stats, d
         stats.record(s, bound)
         out_hi[:, i : i + c], out_lo[:, i : i + c] = s.hi, s.lo
 
-    _pool_map(run, starts, N * M * n * k)
+    pool_map(run, starts, N * M * n * k)
     return DD(out_hi.reshape(*lead, M), out_lo.reshape(*lead, M))
 
 
