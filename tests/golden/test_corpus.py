@@ -380,7 +380,8 @@ def test_bench_reports_in_the_documented_format(capsys: pytest.CaptureFixture[st
     assert main(["golden", "bench", "--dim", "64", "--hidden", "160", "--slice", "4"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert re.fullmatch(
-        r"golden-bench: swiglu D=64 F=160: [\d.]+ s; naive mpmath ~ [\d.]+ s; ratio \d+; "
+        r"golden-bench: swiglu D=64 F=160: [\d.]+ s; previous method [\d.]+ s, ratio [\d.]+; naive mpmath ~ [\d.]+ s; "
+        r"ratio \d+; "
         r"numpy fp64 [\d.]+ s",
         last,
     ), last

@@ -62,7 +62,7 @@ def _x(kind: str, rng: np.random.Generator, N: int, n: int) -> DD:
     raise AssertionError(kind)
 
 
-@pytest.mark.parametrize("N", [1, 3])
+@pytest.mark.parametrize("N", [1, 3, 17])  # 17: the row grids are read ahead (many rows)
 @pytest.mark.parametrize("xk", ["bf16", "dd", "range", "positive"])
 @pytest.mark.parametrize("wk", ["bf16", "fp32", "tiny_entry", "subnormal", "powers_of_two", "huge_range", "same_sign"])
 def test_matvec_is_exact_to_2_pow_minus_100(wk: str, xk: str, N: int) -> None:
@@ -78,24 +78,25 @@ def test_matvec_is_exact_to_2_pow_minus_100(wk: str, xk: str, N: int) -> None:
     assert stats.sum_bound_rel <= 2.0**-100
 
 
+@pytest.mark.parametrize("N", [2, 16])
 @pytest.mark.parametrize("sliced", [False, True])
-def test_matvec_at_the_exactness_budget(sliced: bool) -> None:
+def test_matvec_at_the_exactness_budget(sliced: bool, N: int) -> None:
     """Slice products that fill the bits the exactness argument allows, n = 256: bf16 rows of 1.9921875 with 16
-    odd entries whose last bit is the grid unit — the row grid of 36 bits (W unsliced), or the first slice's grid
+    odd entries whose last bit is the grid unit — the row grid of 37 bits (W unsliced), or the first slice's grid
     of 28 bits, one entry of 2^-100 forcing the slicing — times x in (−2, −1) with full significands. A slice
     wider than the argument allows makes a GEMM sum round and the result wrong: two bits for the unsliced form,
     three for the sliced one (the rest is the slack of the extraction: a slice holds integers below 2^(b − 1))."""
     n = 256
     W = np.full((3, n), 1.9921875, dtype=np.float32)
-    W[:, :16] = np.array([[255], [253], [249]]) * (2.0**-26 if sliced else 2.0**-35)
+    W[:, :16] = np.array([[255], [253], [249]]) * (2.0**-26 if sliced else 2.0**-36)
     if sliced:
         W[:, 16] = 2.0**-100
     W[1] *= -1
-    u = np.random.default_rng(5).random((2, n))
+    u = np.random.default_rng(5).random((N, n))
     x = DD(-(1.0 + u), u * 2.0**-60)
     got = fast._matvec(W, x, False, 100, framework.Stats(), framework.Deadline("t", 60))
     want = _exact_matvec(W, x.hi, x.lo)
-    for r in range(2):
+    for r in range(N):
         for m in range(3):
             err = abs(CTX.mpf(float(got.hi[r, m])) + CTX.mpf(float(got.lo[r, m])) - want[r][m])
             assert err <= CTX.ldexp(abs(want[r][m]), -100), (r, m)
@@ -122,14 +123,15 @@ def test_cancelling_outputs_are_recomputed_exactly() -> None:
 
 @pytest.mark.parametrize("kind", ["bf16", "fp32", "tiny_entry", "subnormal", "powers_of_two", "huge_range"])
 def test_row_grid_holds_every_entry(kind: str) -> None:
-    """Every entry is an integer multiple of g below 2^b·g, and b is tight for a bf16 row of known span."""
+    """Every entry is an integer multiple of g below 2^b·g, b is tight for a row of known span, max|w| is read."""
     W = _rows(kind, np.random.default_rng(4), 9, 50)
-    g, b = fast._row_grid(W)
+    g, b, top = fast._row_grid(W)
     for i, row in enumerate(W.astype(np.float64)):
         q = row / g[i]  # exact: g is a power of two and the quotients stay normal
         assert np.all(q == np.round(q)) and np.all(np.abs(q) < 2.0 ** b[i]), (kind, i)
+        assert top[i] == np.max(np.abs(row))
     row = np.array([[1.5, -0.25, 2.0**-10, 0.0]], dtype=np.float32)  # exponents 0 … −10, 2 significant bits
-    assert fast._row_grid(row)[0][0] == 2.0**-11 and fast._row_grid(row)[1][0] == 12
+    assert [v[0] for v in fast._row_grid(row)] == [2.0**-11, 12, 1.5]
 
 
 def test_bf16_inputs_are_read_exactly_with_finiteness() -> None:
