@@ -36,6 +36,7 @@ from golden.framework import (
     nonfinite,
     read,
     scalar,
+    select_rows,
 )
 
 __all__ = [
@@ -75,9 +76,12 @@ def _read(**named: Any) -> Inputs:
     return read(named)
 
 
-def rmsnorm(x: Any, weight: Any, eps: float, **opts: Any) -> Golden:
-    """Golden RMSNorm: y = x / √(mean(x², −1) + ε) ⊙ w, exactly (x (..., D), w (D,), ε a float)."""
+def rmsnorm(x: Any, weight: Any, eps: float, *, rows: Any = None, **opts: Any) -> Golden:
+    """Golden RMSNorm: y = x / √(mean(x², −1) + ε) ⊙ w, exactly (x (..., D), w (D,), ε a float). With ``rows`` (row
+    indices, every dimension of x but the last flattened row-major), the rows ``x[rows]`` only: shape (len(rows), D).
+    """
     o = Opts(**opts)
+    x = x if rows is None else select_rows(x, rows, "rmsnorm")
     X, w = inputs = _read(x=x, weight=weight)
     eps = scalar(eps, "eps")
     check_last(X, w, "rmsnorm", "weight")
@@ -97,9 +101,11 @@ def rmsnorm(x: Any, weight: Any, eps: float, **opts: Any) -> Golden:
     )[0]
 
 
-def layernorm(x: Any, weight: Any, bias: Any, eps: float, **opts: Any) -> Golden:
-    """Golden LayerNorm: y = (x − μ)/√(Σ(x − μ)²/D + ε) ⊙ w + b, μ = Σx/D (biased variance), exactly."""
+def layernorm(x: Any, weight: Any, bias: Any, eps: float, *, rows: Any = None, **opts: Any) -> Golden:
+    """Golden LayerNorm: y = (x − μ)/√(Σ(x − μ)²/D + ε) ⊙ w + b, μ = Σx/D (biased variance), exactly; ``rows`` as
+    for :func:`rmsnorm`."""
     o = Opts(**opts)
+    x = x if rows is None else select_rows(x, rows, "layernorm")
     X, w, b = inputs = _read(x=x, weight=weight, bias=bias)
     eps = scalar(eps, "eps")
     check_last(X, w, "layernorm", "weight")
@@ -141,9 +147,11 @@ def silu(z: Any, **opts: Any) -> Golden:
     )[0]
 
 
-def swiglu(x: Any, w_gate: Any, w_up: Any, w_down: Any, **opts: Any) -> Golden:
-    """Golden SwiGLU: y = W_down (silu(W_gate x) ⊙ W_up x), exactly; W_gate, W_up (F, D), W_down (D, F)."""
+def swiglu(x: Any, w_gate: Any, w_up: Any, w_down: Any, *, rows: Any = None, **opts: Any) -> Golden:
+    """Golden SwiGLU: y = W_down (silu(W_gate x) ⊙ W_up x), exactly; W_gate, W_up (F, D), W_down (D, F); ``rows`` as
+    for :func:`rmsnorm`."""
     o = Opts(**opts)
+    x = x if rows is None else select_rows(x, rows, "swiglu")
     X, Wg, Wu, Wd = inputs = _read(x=x, w_gate=w_gate, w_up=w_up, w_down=w_down)
     check_swiglu_shapes(X, Wg, Wu, Wd)
     if not inputs.finite:

@@ -162,3 +162,45 @@ def test_the_pool_leaves_torch_thread_counts_as_they_were() -> None:
     t.start()
     t.join()
     assert torch.get_num_threads() == before and seen == [before]
+
+
+# --------------------------------------------------------------------------------------- sampled rows
+def test_sampled_rows_are_the_rows_of_the_whole() -> None:
+    torch.manual_seed(9)
+    x, w = torch.randn(3, 5, 12).to(torch.bfloat16), torch.randn(12)
+    idx = [14, 0, 7, 7]
+    whole = golden.rmsnorm(x, w, 1e-6)
+    some = golden.rmsnorm(x, w, 1e-6, rows=torch.tensor(idx))
+    assert some.shape == (4, 12) and np.array_equal(some.hi, whole.hi.reshape(15, 12)[idx])
+    wg, wu, wd = torch.randn(20, 12), torch.randn(20, 12), torch.randn(12, 20)
+    s = golden.swiglu(x, wg, wu, wd, rows=np.array(idx), validate="full")
+    assert s.info["full_check_rel"] <= 2.0**-100
+    assert torch.equal(
+        s.rounded(torch.float32), golden.swiglu(x, wg, wu, wd).rounded(torch.float32).reshape(15, 12)[idx]
+    )
+    ln = golden.layernorm(x, w, w, 1e-5, rows=[2])
+    assert np.array_equal(ln.hi, golden.layernorm(x[0, 2], w, w, 1e-5).hi[None])
+
+
+def test_sampled_rows_of_a_huge_batch_read_only_those_rows() -> None:
+    """70 000 rows (past a CUDA grid's 65 535): the golden of two of them, without converting the others."""
+    x = torch.randn(70_000, 64).to(torch.bfloat16)
+    g = golden.rmsnorm(x, torch.ones(64), 1e-6, rows=[0, 69_999])
+    assert torch.equal(
+        g.rounded(torch.bfloat16), golden.rmsnorm(x[[0, 69_999]], torch.ones(64), 1e-6).rounded(torch.bfloat16)
+    )
+
+
+@pytest.mark.parametrize(
+    ("rows", "match"),
+    [
+        ([15], r"in \[0, 15\)"),
+        ([-1], r"in \[0, 15\)"),
+        ([[0, 1]], "1-D"),
+        ([0.5], "integer"),
+        (torch.tensor([True]), "integer"),
+    ],
+)
+def test_bad_rows_are_refused_before_any_work(rows, match: str) -> None:
+    with pytest.raises(ValueError, match=f"golden.rmsnorm: rows.*{match}"):
+        golden.rmsnorm(torch.randn(3, 5, 4), torch.ones(4), 1e-6, rows=rows)
