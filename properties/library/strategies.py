@@ -11,8 +11,10 @@ Composite strategies return small NamedTuples.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -28,6 +30,7 @@ from properties.library.table import ALL_DTYPES
 __all__ = [
     "BLOCK_PINS",
     "CAUSAL_PINS",
+    "COTANGENT_KINDS",
     "ELEMENTWISE_MAX_D",
     "FAST_DIMS",
     "GAMMA_KINDS",
@@ -38,6 +41,7 @@ __all__ = [
     "MANY_ROWS",
     "MODEL_HIDDEN",
     "MODEL_WIDTHS",
+    "PROTOCOL_PINS",
     "RMSNORM_PINS",
     "ROW_KINDS",
     "ROW_PINS",
@@ -65,6 +69,7 @@ __all__ = [
     "causal_cases",
     "configs",
     "cotangent",
+    "cotangents_of_kind",
     "dims",
     "dtypes",
     "eps_values",
@@ -518,18 +523,26 @@ class Pin:
     """A pinned case for ``@example(data=Pin(...))``: stands in for ``data`` and returns the case it builds.
 
     Laws draw exactly one composite case (label "case"); a Pin answers that draw with ``build(dtype)``,
-    the dtype of the law run in progress (fp32 outside a run).
+    the dtype of the law run in progress (fp32 outside a run). A law run under call protocols
+    (``properties.library.protocols``) also draws its protocol (label "protocol"): a Pin answers that with its
+    own ``protocol`` (None: the plain call), ``Pin.under(p)`` is the same case under protocol p.
     """
 
-    def __init__(self, name: str, build: Callable[[torch.dtype], Any]) -> None:
-        self.name, self.build = name, build
+    def __init__(self, name: str, build: Callable[[torch.dtype], Any], protocol: Any = None) -> None:
+        self.name, self.build, self.protocol = name, build, protocol
 
     def draw(self, strategy: Any, label: str | None = None) -> Any:
+        if label == "protocol":
+            return self.protocol
         ctx = context.current()
         return self.build(ctx.dtype if ctx is not None else torch.float32)
 
+    def under(self, protocol: Any) -> Pin:
+        """This pin's case, called under ``protocol``."""
+        return Pin(self.name, self.build, protocol)
+
     def __repr__(self) -> str:
-        return f"Pin({self.name!r})"
+        return f"Pin({self.name!r})" if self.protocol is None else f"Pin({self.name!r}, under {self.protocol})"
 
 
 def _rows_case(
@@ -653,10 +666,36 @@ class GradCase(NamedTuple):
         return self.case.describe()
 
 
+# The structure of the cotangents drawn in the current example, set by a call protocol
+# (``protocols.COTANGENT_SUM`` …): "random", or what a reduction or a broadcast hands the backward — "sum" (all
+# ones, as y.sum().backward()) and "row" (one random row repeated over the leading dims).
+COTANGENT_KINDS = ("random", "sum", "row")
+_COTANGENT_KIND: contextvars.ContextVar[str] = contextvars.ContextVar("nanolm_cotangent_kind", default="random")
+
+
+@contextlib.contextmanager
+def cotangents_of_kind(kind: str) -> Iterator[None]:
+    """Within the block, ``cotangent`` draws cotangents of ``kind`` (COTANGENT_KINDS)."""
+    if kind not in COTANGENT_KINDS:
+        raise ValueError(f"unknown cotangent kind {kind!r}; expected one of {', '.join(COTANGENT_KINDS)}")
+    token = _COTANGENT_KIND.set(kind)
+    try:
+        yield
+    finally:
+        _COTANGENT_KIND.reset(token)
+
+
 def cotangent(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
-    """A random cotangent ~ N(0, 1) of ``shape``, exact in ``dtype``."""
+    """A random cotangent ~ N(0, 1) of ``shape``, exact in ``dtype`` — or, under a protocol that asks for another
+    structure (``cotangents_of_kind``), the cotangent of a sum (ones) or of a row broadcast over the rows."""
+    kind = _COTANGENT_KIND.get()
+    if kind == "sum":
+        return torch.ones(shape, dtype=dtype)
     rng = np.random.default_rng(seed)
-    return torch.from_numpy(rng.standard_normal(shape)).to(dtype)
+    g = torch.from_numpy(rng.standard_normal(shape)).to(dtype)
+    if kind == "row" and len(shape) > 1:
+        g = g.reshape(-1, shape[-1])[:1].expand(math.prod(shape[:-1]), shape[-1]).reshape(shape).contiguous()
+    return g
 
 
 @st.composite
@@ -908,3 +947,49 @@ def pinned(pins: dict[str, Pin]) -> Callable[[Callable[..., Any]], Callable[...,
         return func
 
     return decorate
+
+
+# ---------------------------------------------------------------------------------------------- call protocols
+
+# The cases the value laws run once under every call protocol (``protocols.honoured(…, pin=…)``): small (the pins
+# run in every profile, once per protocol and dtype) with several rows, a non-zero mean and γ of both signs, so a
+# protocol that hands the module stale state, another instance's weights or a wrong cotangent moves every value.
+
+
+def _protocol_rmsnorm(dtype: torch.dtype) -> RMSNormCase:
+    rng = np.random.default_rng(19)
+    x = torch.from_numpy(rng.standard_normal((2, 3, 48)) + 0.5).to(dtype)
+    w = torch.from_numpy(rng.uniform(0.5, 1.5, 48) * rng.choice((-1.0, 1.0), 48)).to(dtype)
+    return RMSNormCase(x, w, 1e-6, ("mean_shifted",) * 6, "random_signed")
+
+
+def _protocol_rmsnorm_grads(dtype: torch.dtype) -> GradCase:
+    case = _protocol_rmsnorm(dtype)
+    return GradCase(case, cotangent(tuple(case.x.shape), dtype, 20))
+
+
+def _protocol_swiglu(dtype: torch.dtype) -> SwiGLUCase:
+    D, F = 8, 12
+    x = torch.from_numpy(np.random.default_rng(21).standard_normal((2, 3, D)) + 0.25).to(dtype)
+    w = [linear_weight(o, i, dtype, 22 + k) for k, (o, i) in enumerate(((F, D), (F, D), (D, F)))]
+    return SwiGLUCase(x, *w, 1.0, ("normal",) * 6)
+
+
+def _protocol_swiglu_grads(dtype: torch.dtype) -> GradCase:
+    case = _protocol_swiglu(dtype)
+    return GradCase(case, cotangent(tuple(case.x.shape), dtype, 25))
+
+
+def _protocol_block(dtype: torch.dtype) -> BlockCase:
+    config = fixed_config(H=2, G=1, K=4, F=12)
+    x = torch.from_numpy(np.random.default_rng(26).standard_normal((2, 3, config.dim)) + 0.25).to(dtype)
+    return BlockCase(config, x, block_params(config, dtype, seed=27, scale=1.0, logit_scale=2.0), 1.0, 2.0)
+
+
+PROTOCOL_PINS = {
+    "RMSNorm": Pin("RMSNorm (2, 3, 48), every protocol", _protocol_rmsnorm),
+    "RMSNorm gradients": Pin("RMSNorm (2, 3, 48), every protocol", _protocol_rmsnorm_grads),
+    "SwiGLU": Pin("SwiGLU (2, 3, 8), F=12, every protocol", _protocol_swiglu),
+    "SwiGLU gradients": Pin("SwiGLU (2, 3, 8), F=12, every protocol", _protocol_swiglu_grads),
+    "Block": Pin("Block (2, 3, 8), H=2 G=1, every protocol", _protocol_block),
+}
