@@ -45,6 +45,7 @@ ZEROED = ("attn.wo.weight", "ffn.w_down.weight")
 @law("Block", cost=2)
 @given(data=st.data())
 @example(data=S.BLOCK_PINS["GQA H=4 G=2"])
+@S.pinned(S.LOGIT_PINS)
 @protocols.honoured(protocols.FORWARD, pin=S.PROTOCOL_PINS["Block"])
 def block_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """|out − golden| ≤ bounds.block elementwise for the pre-norm block (GQA with G = 1, G = H and 1 < G < H)."""
@@ -89,6 +90,7 @@ def _reference(
 
 @law("Block", cost=2)
 @given(data=st.data())
+@example(data=S.BACKWARD_PINS[f"T={S.BACKWARD_T}"])
 @protocols.honoured(protocols.GRADIENT, pin=S.PROTOCOL_PINS["Block"])
 def block_jacobian_is_identity_plus_branch(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """vᵀ∂out/∂x = vᵀ(I + J_branch) matches the fp64 derivative within 2·(reference error) + 8(D+F+T)·u·‖vᵀJ‖∞."""
