@@ -242,6 +242,9 @@ class Ops(protocols.Ops):
 
     def grad(self, outputs: protocols.Outputs, wrt: Any, cotangents: protocols.Outputs) -> list[Any]:
         __tracebackhide__ = True
+        outputs, cotangents = _differentiable(outputs, cotangents)
+        if not outputs:  # no output depends on anything that requires grad (e.g. h = x + r with x, r detached)
+            return [None] * len(wrt)
         what = f"{self.component} backward"
         return guard(
             what, lambda: list(torch.autograd.grad(outputs, list(wrt), cotangents, allow_unused=True)), "crash"
@@ -249,7 +252,16 @@ class Ops(protocols.Ops):
 
     def backward(self, outputs: protocols.Outputs, cotangents: protocols.Outputs) -> None:
         __tracebackhide__ = True
-        guard(f"{self.component} backward (.backward())", lambda: torch.autograd.backward(outputs, cotangents), "crash")
+        outputs, cotangents = _differentiable(outputs, cotangents)
+        if outputs:
+            step = f"{self.component} backward (.backward())"
+            guard(step, lambda: torch.autograd.backward(outputs, cotangents), "crash")
+
+
+def _differentiable(outputs: protocols.Outputs, cotangents: protocols.Outputs) -> tuple[tuple, tuple]:
+    """The (output, cotangent) pairs whose output is in the graph: one that is not contributes nothing."""
+    pairs = [(o, c) for o, c in zip(outputs, cotangents, strict=True) if o.requires_grad]
+    return tuple(o for o, _ in pairs), tuple(c for _, c in pairs)
 
 
 def call(module: nn.Module, *inputs: torch.Tensor, component: str = "", grad: bool = False) -> Any:

@@ -248,3 +248,43 @@ def test_accumulation_is_measured_not_judged_for_a_nondeterministic_backward():
     assert ctx.recorder.measurements["accumulation"].startswith("not judged")
     assert context.current() is None
     assert np.isfinite(1.0)
+
+
+class _AddNorm(torch.nn.Module):
+    """forward(x, residual) -> (y, h): the shape of a fused add-norm, for the protocols' multi-output path."""
+
+    def __init__(self, dim: int = 4) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.linspace(-1.5, 1.5, dim))
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = x + residual
+        return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight, h
+
+
+@pytest.mark.parametrize("protocol", [p for p in P.GRADIENT if p not in (P.TIED, P.MOVED)], ids=str)
+def test_protocols_work_on_several_inputs_and_outputs(protocol):
+    """Every gradient protocol on a module of two inputs and two outputs gives the plain gradients."""
+
+    def grads(p: P.Protocol) -> list[torch.Tensor]:
+        out: list[torch.Tensor] = []
+
+        def check() -> None:
+            with P.under(p) as s:
+                module = _AddNorm()
+                _subject(module, s)
+                x = torch.linspace(-1, 2, 12).reshape(3, 4).requires_grad_(True)
+                r = torch.linspace(2, -1, 12).reshape(3, 4).requires_grad_(True)
+                y = harness.call(module, x, r, component="AddNorm", grad=True)
+                cots = tuple(S.cotangent((3, 4), torch.float32, k) for k in (1, 2))
+                out.extend(harness.backward(y, cots, [x, r, module.weight], component="AddNorm"))
+
+        _in_test(check)
+        return out
+
+    plain = grads(P.PLAIN) if protocol.cotangents == "random" else None
+    got = grads(protocol)
+    assert all(g is not None for g in got)
+    if plain is not None:
+        for g, e in zip(got, plain, strict=True):
+            torch.testing.assert_close(g, e, rtol=1e-6, atol=1e-6)
