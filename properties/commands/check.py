@@ -29,7 +29,7 @@ from properties.commands.helptext import EXIT, Formatter, adapters_text
 from properties.commands.report import CHECK_SCHEMA, LEGEND, Progress, format_table, wrap, wrap_block
 from properties.library.conventions import parse_all
 from properties.library.subject import COMPONENTS
-from properties.running import expectations, profiles
+from properties.running import expectations, profiles, runner
 from properties.running.loading import ImplementationError
 from properties.running.runner import LawResult, UsageError, plan, run_check, select_laws
 from properties.running.workers import (
@@ -380,15 +380,9 @@ def main(args: argparse.Namespace) -> int:
 
 
 def failure_text(r: LawResult, brief: bool = False) -> str:
-    """The block printed for a failed / error / XPASS result (``check`` and ``replay``)."""
-    msg = r.message if not brief else r.message.splitlines()[0]
-    found = f"found after {r.found_after} example(s)" if r.found_after else ""
-    cause = ", ".join(part for part in (f"cause: {r.cause}" if r.cause else "", found) if part)
-    lines = [f"{_MARK[r.status]} {r.law_id} [{r.dtype}, {r.device}]" + (f" {cause}" if cause else ""), f"  {r.law}"]
-    lines += ["  " + line for line in msg.splitlines()]
-    if r.counterexample:
-        lines.append(f"replay: nanolm-verify replay {r.counterexample}")
-    return wrap_block("\n".join(lines))
+    """The block printed for a failed / error / XPASS result (``check`` and ``replay``): ``runner.failure_text``."""
+    replay = f"replay: nanolm-verify replay {r.counterexample}" if r.counterexample else None
+    return runner.failure_text(r, mark=_MARK[r.status], brief=brief, replay=replay)
 
 
 def counterexample_name(r: LawResult) -> str:

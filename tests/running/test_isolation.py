@@ -28,7 +28,7 @@ CASES = {
     "skips_in_forward": (1, "crash", "Skipped"),
     "segfaults": (1, "crash", "killed by SIGSEGV"),
     "changes_threads_in_forward": (1, "contract", "changed torch's global state: torch threads"),
-    "rebinds_exit_status": (1, "law", "ULP error"),
+    "rebinds_exit_status": (1, "law", "out of bound"),
 }
 
 
