@@ -27,6 +27,7 @@ import torch.nn.functional as F
 import golden
 import nanolm_core
 from properties.commands.helptext import Formatter
+from properties.commands.render.text import wrap
 from properties.gallery.bf16_accumulation import RMSNorm as Bf16AccumulatingRMSNorm
 from properties.gallery.eps_outside_sqrt import RMSNorm as EpsOutside
 from properties.gallery.silu_cancellation import silu_by_complement
@@ -390,13 +391,20 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _summary(func: Callable[..., Any]) -> str:
+    """A figure's docstring summary (its first paragraph) on one line."""
+    return " ".join((func.__doc__ or "").split("\n\n")[0].split())
+
+
 def register(subparsers: Any) -> None:
     """Add ``plot NAME|all [--out DIR]`` to the ``nanolm-verify`` parser."""
     parser = subparsers.add_parser(
         "plot",
         help="make the documentation's figures (PNG)",
         description="Make the documentation's figures as PNG files:\n"
-        + "\n".join(f"  {name}: {(func.__doc__ or '').splitlines()[0]}"[:79] for name, func in PLOTS.items()),
+        + "\n".join(
+            line for name, func in PLOTS.items() for line in wrap(f"  {name}: {_summary(func)}", 79, hang="    ")
+        ),
         epilog="examples:\n  nanolm-verify plot all\n  nanolm-verify plot eps_placement --out /tmp/figs\n\n"
         "exit status:\n  0  the figures were written\n  2  usage error: an unknown figure, no matplotlib",
         formatter_class=Formatter,

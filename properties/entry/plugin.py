@@ -338,8 +338,9 @@ def nanolm_law_runner(
     """run(law_id, dtype, device) → LawResult; passes, skips, xfails (an expectation entry: pytest's xfail, so an
     unexpected pass is XPASS) or fails the test with the law's message and a reproduction line for this very test."""
     from golden.formats import fmt
+    from properties.commands.render.text import failure_text
     from properties.running import expectations
-    from properties.running.runner import LAWS, failure_text, run_law
+    from properties.running.runner import LAWS, run_law
 
     item = request.node
     _, selects = _law_profile(request.config)
@@ -370,9 +371,9 @@ def nanolm_law_runner(
         if result.status == "skipped":
             pytest.skip(result.message)
         if result.status == "failed":
-            raise LawFailed(failure_text(result), failure_text(result, brief=True))
+            raise LawFailed(failure_text(result, marked=False), failure_text(result, brief=True, marked=False))
         if result.status != "passed":  # an error of the suite: never an expected failure
-            pytest.fail(failure_text(result), pytrace=False)
+            pytest.fail(failure_text(result, marked=False), pytrace=False)
         return result
 
     return run
