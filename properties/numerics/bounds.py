@@ -614,8 +614,9 @@ def _finish(
 
     ab, ulps = total(y.ea)
     pw, _ = total(y.ep)
-    mx = float(np.max(ulps[np.isfinite(ulps)])) if np.isfinite(ulps).any() else float("inf")
-    formula = f"{formula_core} = max {mx:.4g} ULP ({accuracy_class(mx)}) [{component}, {p.name}, {shape_note}]"
+    # no "max … ULP" over the elements here: the message gives the bound at the element it judges (a maximum,
+    # e.g. a zero row's, would contradict it); Bound.max_ulps / accuracy keep it
+    formula = f"{formula_core} [{component}, {p.name}, {shape_note}]"
     ov = None if overflow is None else np.broadcast_to(np.asarray(overflow, dtype=bool), ab.shape).copy()
     return Bound(ab, ulps, formula, component, p.t, ov, pw)
 

@@ -31,7 +31,7 @@ CASES = {
     "skips_in_forward": ("crash", "Skipped"),
     "segfaults": ("crash", "killed by SIGSEGV"),
     "changes_threads_in_forward": ("contract", "changed torch's global state: torch threads"),
-    "rebinds_exit_status": ("law", "ULP error"),
+    "rebinds_exit_status": ("law", "out of bound"),
 }
 COMMANDS = ("check", "compare", "pitfalls")  # every command that runs a subject
 
