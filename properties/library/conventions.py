@@ -19,6 +19,8 @@ keys share that dictionary:
                       "compensated", "tree" or "any"
     accumulation_dtype the dtype the reduction accumulates in ("fp32", … or "compute")
     rope_layout       "rotate-half" (the contract) or "interleaved" (Block)
+    norm_input        AddRMSNorm: what its norm reads — "rounded" (h = x + r rounded to the input dtype, the unfused
+                      order: vLLM, Liger) or "sum" (the unrounded sum in the compute dtype: fused fp32 kernels)
     dtypes            the input dtypes the implementation supports (others: skipped as "dtype not supported")
     eps_default       float: the library's own default eps (the suite always passes the contract's eps)
 
@@ -33,7 +35,8 @@ Any other key is an error (a misspelt declaration must not be silently ignored):
 * in the bound — the numeric ones, modelled exactly, so a declared implementation keeps a real verdict at the
   declared precision (:meth:`Conventions.arithmetic` → ``properties.numerics.bounds.Arithmetic``):
   ``compute_dtype`` (where it departs from the reference's), ``accumulation_dtype``, ``eps_dtype``,
-  ``weight_offset``, ``flush_subnormals`` ("input", "output");
+  ``weight_offset``, ``flush_subnormals`` ("input", "output"), ``norm_input`` (AddRMSNorm: the error of the sum its
+  norm reads — undeclared, the larger of the two orders);
 * already inside every bound, the declaration is only reported: ``roundings`` 2 (HF Llama's order),
   ``reduction`` (every bound is any-order sound), ``flush_subnormals`` "intermediate" (tiny_c per operation);
 * by the harness: ``rope_layout: "interleaved"`` — the Block is handed W_q, W_k with each head's rows permuted
@@ -60,6 +63,7 @@ from properties.numerics.bounds import Arithmetic
 __all__ = [
     "DESCRIPTIONS",
     "KEYS",
+    "NORM_INPUTS",
     "NOT_MODELLED",
     "ConventionError",
     "Conventions",
@@ -80,15 +84,18 @@ KEYS = (
     "reduction",
     "accumulation_dtype",
     "rope_layout",
+    "norm_input",
     "dtypes",
     "eps_default",
     *DESCRIPTIONS,
 )
+NORM_INPUTS = ("rounded", "sum")  # AddRMSNorm: the norm reads the rounded h, or the unrounded sum
 _CONTRACT = {"eps_placement": "inside", "weight_offset": 0.0, "roundings": 1, "rope_layout": "rotate-half"}
 # The reference's compute dtype per input dtype (DESIGN: RMSNorm upcasts 16-bit input to fp32; SwiGLU and the
 # Block's projections run in the module dtype, their matmuls accumulating in fp32).
 _DEFAULT_COMPUTE = {
     "RMSNorm": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp32", "bf16": "fp32"},
+    "AddRMSNorm": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp32", "bf16": "fp32"},
     "SwiGLU": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp16", "bf16": "bf16"},
     "Block": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp16", "bf16": "bf16"},
 }
@@ -138,6 +145,7 @@ class Conventions:
     reduction: str | None = None
     accumulation_dtype: str | None = None
     rope_layout: str | None = None
+    norm_input: str | None = None
     dtypes: tuple[str, ...] | None = None
     eps_default: float | None = None
     text: Mapping[str, str] = dataclasses.field(default_factory=dict)  # the descriptions
@@ -177,6 +185,7 @@ class Conventions:
             eps=eps,
             weight_offset=self.weight_offset or 0.0,
             flush=frozenset(self.flush_subnormals & {"input", "output"}),
+            norm_input=self.norm_input,
         )
 
     def excuse(self, law_id: str, dtype: Any) -> str | None:
@@ -250,6 +259,8 @@ def parse(component: str, raw: Mapping[str, Any] | None) -> Conventions:
             values[key] = _choice(value, where, REDUCTIONS)
         elif key == "rope_layout":
             values[key] = _choice(value, where, ("rotate-half", "interleaved"))
+        elif key == "norm_input":
+            values[key] = _choice(value, where, NORM_INPUTS)
         elif key == "dtypes":
             names = [value] if isinstance(value, str) else list(value)
             values[key] = tuple(dict.fromkeys(_dtype(v, where) for v in names))
