@@ -213,7 +213,7 @@ def register(subparsers: Any) -> None:
     )
     what.add_argument(
         "--only", action="append", default=None, metavar="SEL",
-        help="components (RMSNorm, SwiGLU, Block), law ids or names; repeatable, comma-separated",
+        help=f"components ({', '.join(COMPONENTS)}), law ids or names; repeatable, comma-separated",
     )  # fmt: skip
     what.add_argument("--dtype", action="append", default=None, metavar="DT", help="fp64,fp32,fp16,bf16 (default: all)")
     what.add_argument(

@@ -48,7 +48,7 @@ _LAWS = "nanolm_verify_law"  # user_properties key of a test that ran a law (cou
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("nanolm-verify", "nanolm-verify (numerical laws of RMSNorm, SwiGLU, Block)")
+    group = parser.getgroup("nanolm-verify", "nanolm-verify (numerical laws of RMSNorm, SwiGLU, Block, AddRMSNorm)")
     group.addoption(
         "--impl",
         default=None,

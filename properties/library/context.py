@@ -201,8 +201,9 @@ def record_headroom(headroom: float, **bound: Any) -> None:
 _CALLS_KEPT = 4  # calls of one example whose tensors a counterexample file keeps
 
 
-def record_call(component: str, x: torch.Tensor, module: Any) -> None:
-    """Keep copies of the input and the weights the harness passes the subject (for counterexample files)."""
+def record_call(component: str, x: torch.Tensor, module: Any, **inputs: torch.Tensor) -> None:
+    """Keep copies of the input (and further named ``inputs``: AddRMSNorm's residual) and the weights the harness
+    passes the subject (for counterexample files)."""
     ctx = _CONTEXT.get()
     if ctx is None or len(ctx.recorder.calls) >= _CALLS_KEPT:
         return
@@ -210,7 +211,8 @@ def record_call(component: str, x: torch.Tensor, module: Any) -> None:
         state = {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items() if torch.is_tensor(v)}
     except Exception:  # the subject's state_dict is its own business: the law reports what the subject does
         state = {}
-    ctx.recorder.calls.append({"component": component, "x": x.detach().to("cpu", copy=True), "state": state})
+    kept = {name: t.detach().to("cpu", copy=True) for name, t in {"x": x, **inputs}.items()}
+    ctx.recorder.calls.append({"component": component, **kept, "state": state})
 
 
 def count_examples(n: int) -> None:

@@ -25,13 +25,16 @@ from properties.library.subject import Implementation
 
 __all__ = [
     "RopeLayout",
+    "add_rmsnorm_forward",
     "backward",
     "block_forward",
     "build",
+    "build_add_rmsnorm",
     "build_block",
     "build_rmsnorm",
     "build_swiglu",
     "call",
+    "call_pair",
     "gradcheck",
     "note",
     "reload",
@@ -179,10 +182,17 @@ def call(module: nn.Module, x: torch.Tensor, *, component: str = "", grad: bool 
     return y
 
 
-def backward(y: torch.Tensor, grad_out: torch.Tensor, inputs: list[torch.Tensor], *, component: str) -> list[Any]:
-    """torch.autograd.grad of y against ``inputs`` with cotangent ``grad_out`` (None where unused)."""
+def backward(
+    y: torch.Tensor | tuple[torch.Tensor, ...],
+    grad_out: torch.Tensor | tuple[torch.Tensor, ...],
+    inputs: list[torch.Tensor],
+    *,
+    component: str,
+) -> list[Any]:
+    """torch.autograd.grad of y (or of several outputs, each with its cotangent) against ``inputs`` with cotangent
+    ``grad_out`` (None where unused)."""
     __tracebackhide__ = True
-    if not y.requires_grad:
+    if not all(out.requires_grad for out in (y if isinstance(y, tuple) else (y,))):
         fail(f"{component}: output does not require grad (the graph to the inputs was cut)")
     grads = guard(
         f"{component} backward", lambda: list(torch.autograd.grad(y, inputs, grad_out, allow_unused=True)), "crash"
@@ -271,3 +281,51 @@ def gradcheck(fn: Callable[..., torch.Tensor], inputs: tuple[torch.Tensor, ...],
         fail(f"{component}: forward or backward raised {type(exc).__name__}: {exc}", "crash")
     if not ok:
         fail(f"{component}: fp64 gradcheck failed")
+
+
+# ------------------------------------------------------------------------ AddRMSNorm: two inputs, two outputs
+def build_add_rmsnorm(impl: Implementation, weight: torch.Tensor, eps: float, dtype: torch.dtype, device: str):
+    """AddRMSNorm(D, eps=eps) with ``weight`` loaded."""
+    return build(impl, "AddRMSNorm", (weight.shape[-1],), {"eps": eps}, {"weight": weight}, dtype, device)
+
+
+def call_pair(
+    module: nn.Module, x: torch.Tensor, residual: torch.Tensor, *, component: str = "AddRMSNorm", grad: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(y, h) = module(x, residual), as :func:`call` does for one input; a result that is not a pair of tensors is
+    a contract failure."""
+    __tracebackhide__ = True
+
+    def run() -> Any:
+        with torch.set_grad_enabled(grad):
+            return module(x, residual)
+
+    context.record_call(component, x, module, residual=residual)
+    shape = f"x, residual of shape {tuple(x.shape)}, {x.dtype}, {x.device.type}"
+    out = guard(f"{component}.forward({shape})", run, "crash")
+    if not (isinstance(out, (tuple, list)) and len(out) == 2 and all(isinstance(t, torch.Tensor) for t in out)):
+        got = type(out).__name__ if not isinstance(out, (tuple, list)) else f"{len(out)} values"
+        fail(f"{component}.forward returned {got}, not the pair of tensors (y, h)", "contract")
+    return out[0], out[1]
+
+
+def add_rmsnorm_forward(
+    impl: Implementation,
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    dtype: torch.dtype,
+    device: str,
+    *,
+    output_cause: str = "contract",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(y, h) = impl.AddRMSNorm(D, eps)(x, residual) with ``weight`` loaded; y and h must keep x's shape, dtype and
+    device (a contract failure, or ``output_cause`` for the law about exactly that)."""
+    __tracebackhide__ = True
+    module = build_add_rmsnorm(impl, weight, eps, dtype, device)
+    y, h = call_pair(module, x.to(device), residual.to(device))
+    for name, out in (("y", y), ("h", h)):
+        what = f"AddRMSNorm output {name}"
+        assert_output_contract(out, shape=tuple(x.shape), dtype=dtype, device=device, what=what, cause=output_cause)
+    return y, h

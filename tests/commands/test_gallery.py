@@ -17,7 +17,7 @@ import nanolm_core
 from golden.formats import fmt
 from properties.commands import teach
 from properties.gallery import KINDS, PITFALLS
-from properties.running.loading import load
+from properties.running.loading import COMPONENTS, load
 from properties.running.runner import LAWS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -39,7 +39,7 @@ def _classes(p):
 
 
 def test_catalogue_covers_every_component_and_kind():
-    assert {p.component for p in PITFALLS.values()} == {"RMSNorm", "SwiGLU", "Block", "Module"}
+    assert {p.component for p in PITFALLS.values()} == {*COMPONENTS, "Module"}
     assert {p.kind for p in PITFALLS.values()} == set(KINDS)
     assert set(COURSE) <= set(PITFALLS)  # the course mistakes tests/conformance/test_modules.py runs
 
@@ -75,11 +75,14 @@ def test_pitfall_module_follows_the_contract(name):
     component = _defined(p)
     assert impl.provided == (component,)
     config = nanolm_core.ModelConfig(dim=32, n_heads=4, n_kv_heads=2, max_seq_len=8)
-    args = {"RMSNorm": (32,), "SwiGLU": (32, 96), "Block": (config,)}[component]
+    args = {"RMSNorm": (32,), "SwiGLU": (32, 96), "Block": (config,), "AddRMSNorm": (32,)}[component]
     wrong, ref = impl.factory(component)(*args), getattr(nanolm_core, component)(*args)
     if name not in STATE_IS_THE_BUG:
         assert sorted(wrong.state_dict()) == sorted(ref.state_dict())
     x = torch.randn(2, 3, 32)
+    if component == "AddRMSNorm":  # two inputs, two outputs (y, h)
+        assert [t.shape for t in wrong(x, torch.randn(2, 3, 32))] == [x.shape, x.shape]
+        return
     assert wrong(x).shape == x.shape
 
 
