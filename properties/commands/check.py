@@ -14,8 +14,6 @@ import os
 import platform
 import signal
 import sys
-import time
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,17 +27,10 @@ from properties.commands.helptext import EXIT, Formatter, adapters_text
 from properties.commands.report import CHECK_SCHEMA, LEGEND, Progress, format_table, wrap, wrap_block
 from properties.library.conventions import parse_all
 from properties.library.subject import COMPONENTS
-from properties.running import expectations, profiles
+from properties.running import profiles, session
 from properties.running.loading import ImplementationError
-from properties.running.runner import LawResult, UsageError, plan, run_check, select_laws
-from properties.running.workers import (
-    Interrupted,
-    Pool,
-    SubjectInfo,
-    default_memory_limit,
-    default_workers,
-    signals_interrupt,
-)
+from properties.running.runner import LawResult, UsageError, run_check, select_laws
+from properties.running.session import RunOptions, Selection, SubjectInfo
 
 __all__ = [
     "SCHEMA",
@@ -203,63 +194,23 @@ def register(subparsers: Any) -> None:
         "impl", nargs="?", default=None, metavar="IMPL",
         help="module, .py path or adapter id (default: $NANOLM_IMPL, else nanolm_core)",
     )  # fmt: skip
-    what = p.add_argument_group("what to run", "example: --only RMSNorm,swiglu_matches_golden --dtype bf16")
-    what.add_argument(
-        "--profile",
-        default=None,
-        choices=list(profiles.PROFILES),
-        help=f"budget: ci (fast, derandomized), dev, thorough (default: ${profiles.ENV_VAR}, else "
-        f"{profiles.DEFAULT_PROFILE})",
-    )
-    what.add_argument(
-        "--only", action="append", default=None, metavar="SEL",
-        help=f"components ({', '.join(COMPONENTS)}), law ids or names; repeatable, comma-separated",
-    )  # fmt: skip
-    what.add_argument("--dtype", action="append", default=None, metavar="DT", help="fp64,fp32,fp16,bf16 (default: all)")
-    what.add_argument(
-        "--device", default="auto", metavar="DEV",
-        help="cpu, cuda, cuda:1, mps, … (comma-separated), auto (cpu + accelerators) or all",
-    )  # fmt: skip
-    what.add_argument("--allow-skips", action="store_true", help="report a device this machine lacks as skipped")
-    what.add_argument("--seed", type=int, default=None, help="Hypothesis seed (overrides derandomization)")
+    what = arguments.add_selection(p)
     what.add_argument("--list", action="store_true", help="list the laws (id, dtypes, statement) and exit")
     out = p.add_argument_group("output", "example: --json out/r.json (failures: out/r-counterexamples/*.pt)")
-    out.add_argument("--json", dest="json_path", default=None, metavar="PATH", help="write the JSON report here")
+    arguments.add(out, "json_path")
     out.add_argument(
         "--artifacts", default=None, metavar="DIR",
         help="write each failure's counterexample (.pt, for nanolm-verify replay) here (default: "
         "PATH-counterexamples/ beside --json; none without either)",
     )  # fmt: skip
-    out.add_argument("-q", "--quiet", action="store_true", help="no progress line; failures in one line each")
+    arguments.add(out, "quiet")
     out.add_argument(
         "--baseline", metavar="FILE", default=None,
         help="record per-law max/p99 ULP error and headroom to FILE if it does not exist, else report (and "
         "exit 1 on) every law whose error grew since; delete FILE to re-record",
     )  # fmt: skip
-    run = p.add_argument_group("how to run", "example: --workers 1 --timeout 120 --memory-limit 4")
-    run.add_argument(
-        "--workers", type=int, default=None, metavar="N",
-        help="worker processes running the laws (default: the CPU count, capped by memory)",
-    )  # fmt: skip
-    run.add_argument(
-        "--threads", type=int, default=1, metavar="N",
-        help="torch CPU threads per worker (default 1: small tensors; threads only add contention)",
-    )  # fmt: skip
-    run.add_argument("--timeout", type=float, default=None, metavar="S", help="per-law time limit (default: profile's)")
-    run.add_argument("--memory-limit", type=float, default=None, metavar="GB", help="memory cap per worker, GiB")
-    run.add_argument(
-        "--database", default=None, metavar="DIR|URL", help="shared example database: a directory or redis://HOST:PORT"
-    )
-    exp = p.add_argument_group("expectations", "example: --expectations my-known-failures.txt")
-    exp.add_argument(
-        "--expectations", action="append", default=[], metavar="FILE",
-        help="your xfail/skip entries (format: properties/running/expectations.py), applied before the "
-        "implementation's shipped file; repeatable",
-    )  # fmt: skip
-    exp.add_argument(
-        "--no-expectations", action="store_true",
-        help="ignore the implementation's shipped expectation file (properties/expectations/<id>.txt)",
-    )  # fmt: skip
+    arguments.add_run_options(p)
+    arguments.add_expectations(p)
     p.set_defaults(func=main)
 
 
@@ -268,84 +219,88 @@ def _usage(exc: Exception) -> int:
     return 2
 
 
+def _list(only: Sequence[str] | None) -> int:
+    """``--list``: the selected laws (id, dtypes, statement)."""
+    try:
+        laws = select_laws(only)
+    except UsageError as exc:
+        return _usage(exc)
+    for law in laws:
+        dts = ",".join(fmt(d).name for d in law.dtypes)
+        head = f"{law.id}  [{dts}]"
+        print(head if len(head) <= 80 else f"{law.id}\n  [{dts}]")
+        print("\n".join("    " + line.strip() for line in wrap(law.doc, width=76)))
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
     if args.list:
-        for law in select_laws(None):
-            dts = ",".join(fmt(d).name for d in law.dtypes)
-            head = f"{law.id}  [{dts}]"
-            print(head if len(head) <= 80 else f"{law.id}\n  [{dts}]")
-            print("\n".join("    " + line.strip() for line in wrap(law.doc, width=76)))
-        return 0
+        return _list(args.only)
     try:  # every argument, before any work
         spec = arguments.implementation(args.impl)
-        prof = profiles.resolve(args.profile)
-        devices = arguments.devices(args.device, args.allow_skips)
-        dtypes = arguments.dtypes(args.dtype)
-        threads = arguments.threads(args.threads)
-        workers = arguments.positive(args.workers if args.workers is not None else default_workers(), "--workers", int)
-        if args.database is not None:
-            arguments.database(args.database)
-        timeout = arguments.positive(args.timeout if args.timeout is not None else prof.timeout, "--timeout")
-        memory = arguments.positive(args.memory_limit, "--memory-limit") if args.memory_limit is not None else None
+        selection = arguments.selection(args)
+        options = arguments.run_options(args, selection.profile)
         json_path = arguments.output_file(args.json_path, "--json")
         artifacts = arguments.output_dir(args.artifacts, "--artifacts") if args.artifacts is not None else None
         if args.baseline is not None:
-            path = Path(args.baseline)
-            if path.exists():
+            if Path(args.baseline).exists():
                 arguments.input_json(args.baseline, "--baseline", ("records",), baseline.SCHEMA)
             else:
                 arguments.output_file(args.baseline, "--baseline")
-        mine = [e for f in args.expectations for e in expectations.read(f)]
-        tasks = plan(
-            profile=prof.name, devices=devices, only=args.only, dtypes=dtypes, seed=args.seed, database=args.database
-        )
-        if not tasks:
-            raise UsageError("the selection runs no law: no selected law is defined for the selected dtypes")
-    except (UsageError, ValueError) as exc:  # (an ExpectationError is a ValueError)
+    except (UsageError, ValueError) as exc:
         return _usage(exc)
-    limit = int(memory * 2**30) if memory is not None else default_memory_limit(workers)
-    start = time.perf_counter()
+    return execute(
+        spec,
+        selection,
+        options,
+        quiet=args.quiet,
+        json_path=json_path,
+        artifacts=artifacts,
+        baseline_path=args.baseline,
+    )
+
+
+def execute(
+    spec: str,
+    selection: Selection,
+    options: RunOptions,
+    *,
+    quiet: bool = False,
+    json_path: Path | None = None,
+    artifacts: Path | None = None,
+    baseline_path: str | None = None,
+) -> int:
+    """Run ``selection`` against ``spec`` in the session, print the verdict, write the report → the exit status."""
+    planned = len(selection.tasks())
+
+    def header(info: SubjectInfo) -> None:
+        print(f"nanolm-verify {__version__}: checking {info.spec} ({', '.join(info.provided)})")
+        seeded = "" if selection.seed is None else f", seed {selection.seed}"
+        print(f"  profile {selection.profile}{seeded}, devices {', '.join(selection.devices)}, {planned} law runs")
+        if info.skip_reason:
+            print(wrap_block(f"  skipped: {info.skip_reason}"))
+        for component, declared in parse_all(info.conventions, COMPONENTS).items():
+            if component in info.provided and declared.summary():
+                print(wrap_block(f"  declared {component}: {declared.summary()}"))
+
+    progress = Progress(planned, quiet=quiet)
     try:
-        with signals_interrupt():  # a signal while the implementation loads: an (empty) interrupted report
-            pool = Pool(spec, workers=workers, timeout=timeout, memory_limit=limit, threads=threads)
+        run = session.run([spec], selection, options, on_subject=header, on_result=progress)
     except ImplementationError as exc:
         return _usage(exc)
-    except Interrupted as exc:
-        pool = None
-        info, results, interrupted = SubjectInfo(spec, spec, None, (), None, {}), [], exc.signum
-    if pool is not None:
-        with pool:
-            info = pool.info
-            print(f"nanolm-verify {__version__}: checking {info.spec} ({', '.join(info.provided)})")
-            seeded = "" if args.seed is None else f", seed {args.seed}"
-            print(f"  profile {prof.name}{seeded}, devices {', '.join(devices)}, {len(tasks)} law runs")
-            if info.skip_reason:
-                print(wrap_block(f"  skipped: {info.skip_reason}"))
-            for component, declared in parse_all(info.conventions, COMPONENTS).items():
-                if component in info.provided and declared.summary():
-                    print(wrap_block(f"  declared {component}: {declared.summary()}"))
-
-            progress = Progress(len(tasks), quiet=args.quiet)
-            try:
-                results = [r for r in pool.run(tasks, on_result=progress) if r is not None]
-            finally:
-                progress.close()
-            interrupted = pool.interrupted
-    seconds = time.perf_counter() - start
-    if mine or not args.no_expectations:
-        entries = mine + ([] if args.no_expectations else expectations.load(info))
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", expectations.ExpectationWarning)
-            results = expectations.apply(results, info, entries)
-        for w in caught:
-            print(f"expectations: {w.message}", file=sys.stderr)
+    finally:
+        progress.close()
+    info = run.subjects[0].info if run.subjects else SubjectInfo.unknown(spec)
+    results, interrupted, seconds = run.results, run.interrupted, run.duration
+    for note in run.notes:
+        print(note, file=sys.stderr)
     print(format_table(results))
     print(LEGEND)
     folder = artifacts or (json_path.parent / f"{json_path.stem}-counterexamples" if json_path else None)
     saved = write_counterexamples(results, folder) if folder else 0
     problems = [r for r in results if r.status in ("failed", "error", "xpassed")]
     for r in problems:
-        print("\n" + failure_text(r, brief=args.quiet))
+        print("\n" + failure_text(r, brief=quiet))
     unsaved = [r for r in results if r.replay_data and not r.counterexample]
     if unsaved:
         print(f"\n{len(unsaved)} counterexample(s) not saved: pass --artifacts DIR or --json PATH to replay them")
@@ -360,12 +315,12 @@ def main(args: argparse.Namespace) -> int:
     if skipped:
         print("\n" + wrap_block("skip reasons: " + "; ".join(skipped[:6]) + (" …" if len(skipped) > 6 else "")))
     if interrupted:
-        print(f"\ninterrupted by {signal.Signals(interrupted).name}: {len(results)} of {len(tasks)} results")
+        print(f"\ninterrupted by {signal.Signals(interrupted).name}: {len(results)} of {planned} results")
     print("\n" + _summary_line(results, seconds))
     if json_path:
         doc = report(
-            results, info, profile=prof.name, seed=args.seed, devices=devices, duration=seconds,
-            interrupted=interrupted, planned=len(tasks),
+            results, info, profile=selection.profile, seed=selection.seed, devices=selection.devices,
+            duration=seconds, interrupted=interrupted, planned=planned,
         )  # fmt: skip
         print(f"report: {write_report(doc, json_path)}")
     if interrupted:
@@ -374,8 +329,8 @@ def main(args: argparse.Namespace) -> int:
         print("nothing was checked: no law ran (see the selection above)", file=sys.stderr)
         return 1
     status = exit_status(results)
-    if args.baseline:
-        status = max(status, _apply_baseline(results, Path(args.baseline), info, prof.name, args.seed))
+    if baseline_path:
+        status = max(status, _apply_baseline(results, Path(baseline_path), info, selection.profile, selection.seed))
     return status
 
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
-import functools
 import html
 import json
 import math
 import platform
+import shlex
 import signal
 import sys
 from collections.abc import Iterable, Sequence
@@ -30,19 +30,18 @@ from typing import Any
 import torch
 
 from golden.formats import NAMES, fmt
-from nanolm_core import ModelConfig
 from properties import __version__
 from properties.commands import arguments
 from properties.commands.helptext import Formatter, adapters_text
 from properties.commands.report import COMPARE_SCHEMA, Progress, headroom_text, wrap_block
 from properties.library.conventions import parse_all
 from properties.numerics.bounds import accuracy_class as _accuracy_class
-from properties.running import expectations, profiles
-from properties.running.loading import ADAPTERS, COMPONENTS, Implementation, ImplementationError, load
-from properties.running.runner import LAWS, UsageError, plan, select_laws
-from properties.running.workers import Pool, default_memory_limit
+from properties.running import expectations, session
+from properties.running.loading import ADAPTERS, COMPONENTS, ImplementationError
+from properties.running.runner import LAWS, UsageError, select_laws
+from properties.running.session import Run, Selection, SubjectInfo
 
-__all__ = ["Cell", "batch_invariance", "build_cells", "main", "register", "render_html", "render_markdown", "run"]
+__all__ = ["Cell", "build", "build_cells", "main", "register", "render_html", "render_markdown"]
 
 DTYPES = NAMES
 _COUNTED = ("passed", "failed", "xfailed", "xpassed", "error")
@@ -57,34 +56,6 @@ def accuracy_class(max_ulp: float | None) -> str:
     if max_ulp is None or (isinstance(max_ulp, float) and math.isnan(max_ulp)):
         return "—"
     return _accuracy_class(max_ulp)
-
-
-def batch_invariance(impl: Implementation, component: str, dtype: str, device: str, seed: int = 0) -> bool | None:
-    """Is ``op(x[:k]) == op(x)[:k]`` bitwise for k = 1, 3 (rows / sequences)? None if the component cannot run.
-
-    Random weights (gains around 1, matrices ~ 1/√fan_in) and inputs from a fixed generator; the batch is
-    16 rows (RMSNorm, SwiGLU; D = 64, F = 96) or 4 sequences of 8 tokens (Block, the ``tiny`` config).
-    """
-    config = ModelConfig(dim=64, n_heads=4, n_kv_heads=2, ffn_dim=96, max_seq_len=16)
-    args = {"RMSNorm": (64, 1e-6), "SwiGLU": (64, 96), "Block": (config,)}.get(component)
-    if args is None:  # not a component with a batch (the Module laws)
-        return None
-    gen = torch.Generator().manual_seed(seed)
-    try:
-        module = impl.factory(component)(*args)
-        state = {}
-        for name, value in module.state_dict().items():
-            noise = torch.randn(value.shape, generator=gen, dtype=torch.float64)
-            state[name] = 1 + 0.5 * noise if value.dim() == 1 else noise / value.shape[-1] ** 0.5
-        module = module.to(device=device, dtype=fmt(dtype).dtype)
-        module.load_state_dict({k: v.to(device=device, dtype=fmt(dtype).dtype) for k, v in state.items()})
-        shape = (4, 8, 64) if component == "Block" else (16, 64)
-        x = (torch.randn(shape, generator=gen, dtype=torch.float64) + 0.5).to(device=device, dtype=fmt(dtype).dtype)
-        with torch.no_grad():
-            full = module(x)
-            return all(torch.equal(module(x[:k]), full[:k]) for k in (1, 3))
-    except Exception:  # not provided / cannot run here: the laws report why
-        return None
 
 
 # ---------------------------------------------------------------------------------------------- aggregating
@@ -132,9 +103,7 @@ class Cell:
 
     @property
     def batch_text(self) -> str:
-        text = {True: "yes", False: "no", None: "—"}[self.batch_invariant]
-        probed = self.batch_source.startswith("probe") and self.batch_invariant is not None
-        return f"{text} (probe)" if probed else text
+        return {True: "yes", False: "no", None: "—"}[self.batch_invariant]
 
 
 def _num(value: Any) -> float | None:
@@ -143,6 +112,16 @@ def _num(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return None if math.isnan(value) else value
+
+
+def _batch_invariant(record: dict[str, Any]) -> bool | None:
+    """What a batch-invariance law (``*_is_batch_invariant``: ``op(x[:k]) == op(x)[:k]`` bitwise) measured: its
+    ``batch_invariant`` measurement where it reports one (a declared batch-variant implementation), else whether
+    it held; None for any other law, or one that did not run."""
+    if "batch_invariant" not in record["law_id"] or record["status"] not in ("passed", "failed", "xfailed", "xpassed"):
+        return None
+    measured = (record.get("measurements") or {}).get("batch_invariant")
+    return measured if isinstance(measured, bool) else record["status"] in ("passed", "xpassed")
 
 
 def build_cells(impl_name: str, results: Iterable[Any]) -> list[Cell]:
@@ -166,9 +145,9 @@ def build_cells(impl_name: str, results: Iterable[Any]) -> list[Cell]:
             cell.headroom, cell.headroom_law = room, r["law_id"]
         if p99 is not None:
             cell.p99_ulp = p99 if cell.p99_ulp is None else max(cell.p99_ulp, p99)
-        if "batch" in r["law_id"] and r["status"] in ("passed", "failed", "xfailed", "xpassed"):
-            verdict = r["status"] in ("passed", "xpassed")
-            cell.batch_invariant = verdict if cell.batch_invariant is None else cell.batch_invariant and verdict
+        batch = _batch_invariant(r)
+        if batch is not None:
+            cell.batch_invariant = batch if cell.batch_invariant is None else cell.batch_invariant and batch
             cell.batch_source = r["law_id"]
     order = {c: i for i, c in enumerate((*COMPONENTS, "Module"))}
     return sorted(
@@ -180,116 +159,37 @@ def build_cells(impl_name: str, results: Iterable[Any]) -> list[Cell]:
 # ---------------------------------------------------------------------------------------------- running
 
 
-class _Stopped(Exception):
-    """Ctrl-C or SIGTERM stopped the laws of one implementation: the results finished by then, and the signal."""
-
-    def __init__(self, results: list[Any], signum: int) -> None:
-        super().__init__(signum)
-        self.results, self.signum = results, signum
-
-
-def _run_laws(
-    impl: Implementation,
-    *,
-    profile: str,
-    devices: Sequence[str],
-    dtypes: Sequence[str] | None,
-    only: Sequence[str] | None,
-    seed: int | None,
-    workers: int = 1,
-    progress: Any = None,
-) -> list[Any]:
-    """The law results of one implementation, run as ``check`` runs them: in isolated worker processes (a crash,
-    a hang or an exit of the implementation is its result, not the end of the comparison)."""
-    tasks = plan(profile=profile, devices=list(devices), only=only, dtypes=dtypes, seed=seed)
-    timeout = profiles.get(profile).timeout
-    on_result = (lambda r: progress(r, impl.spec)) if progress else None
-    with Pool(impl.spec, workers=workers, timeout=timeout, memory_limit=default_memory_limit(workers)) as pool:
-        results = [r for r in pool.run(tasks, on_result=on_result) if r is not None]
-        if pool.interrupted:
-            raise _Stopped(results, pool.interrupted)
-    return results
-
-
-def planned(specs: Sequence[str], **selection: Any) -> int:
-    """How many law runs comparing ``specs`` takes (the progress line's N)."""
-    return len(specs) * len(plan(**selection))
-
-
-def run(
-    specs: Sequence[str],
-    *,
-    profile: str = "ci",
-    devices: Sequence[str] = ("cpu",),
-    dtypes: Sequence[str] | None = None,
-    only: Sequence[str] | None = None,
-    seed: int | None = None,
-    use_expectations: bool = True,
-    runner: Any = None,
-    expectation_files: Sequence[str] = (),
-    workers: int = 1,
-    progress: Any = None,
-    unavailable: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """Run the laws for each implementation and aggregate: {"impls": [...], "cells": [...], "results": {...}}.
-
-    ``runner(impl, profile=, devices=, dtypes=, only=, seed=)`` defaults to the ``check`` runner in worker
-    processes (for tests: canned results). Ctrl-C / SIGTERM stop the run: ``report["interrupted"]`` names the
-    signal and the report holds what finished. ``unavailable``: a dict that collects {spec: reason} for
-    implementations that cannot be imported here (the league), instead of raising ImplementationError.
-    """
-    runner = runner or functools.partial(_run_laws, workers=workers, progress=progress)
-    impls, cells, raw, interrupted = [], [], {}, None
-    for spec in specs:
-        try:
-            impl = load(spec)  # ImplementationError → usage error
-        except ImplementationError as exc:
-            if unavailable is None:
-                raise
-            unavailable[spec] = str(exc)
-            if hasattr(progress, "skip"):
-                progress.skip(len(plan(profile=profile, devices=list(devices), only=only, dtypes=dtypes, seed=seed)))
-            continue
-        try:
-            results = runner(impl, profile=profile, devices=devices, dtypes=dtypes, only=only, seed=seed)
-        except _Stopped as stop:
-            results, interrupted = stop.results, stop.signum
-        if use_expectations or expectation_files:
-            results = expectations.apply(
-                results, impl, expectations.combined(impl, expectation_files, shipped=use_expectations)
-            )
-        records = [r if isinstance(r, dict) else r.to_json() for r in results]
-        raw[spec] = records
-        impl_cells = build_cells(spec, records)
-        for cell in impl_cells:
-            if cell.batch_invariant is None and cell.run and not impl.skip_reason and not interrupted:
-                cell.batch_invariant = batch_invariance(impl, cell.component, cell.dtype, cell.device)
-                cell.batch_source = "probe: op(x[:k]) == op(x)[:k], k = 1, 3"
-        cells += impl_cells
+def build(run: Run) -> dict[str, Any]:
+    """The comparison of a session's run: {"impls": [...], "cells": [...], "results": {spec: records}, "meta",
+    "interrupted"} (what the renderers take)."""
+    impls, cells, raw = [], [], {}
+    for subject in run.subjects:
+        info = subject.info
+        raw[info.spec] = [r.to_json() for r in subject.results]
+        cells += build_cells(info.spec, raw[info.spec])
         impls.append(
             {
-                "spec": spec,
-                "module": impl.module.__name__,
-                "provided": list(impl.provided),
-                "skip_reason": impl.skip_reason,
-                "conventions": {c: impl.convention(c) for c in impl.provided},
-                "declared": _declared_summary(impl),
+                "spec": info.spec,
+                "module": info.module,
+                "provided": list(info.provided),
+                "skip_reason": info.skip_reason,
+                "conventions": info.conventions,
+                "declared": _declared_summary(info),
             }
         )
-        if interrupted:
-            break
-    report = {"impls": impls, "cells": cells, "results": raw, "meta": _meta(profile, devices, seed, specs)}
-    report["interrupted"] = interrupted
+    specs = [*(s.info.spec for s in run.subjects), *run.unavailable]
+    report = {"impls": impls, "cells": cells, "results": raw, "meta": _meta(run.selection, specs)}
+    report["interrupted"] = run.interrupted
     return report
 
 
-def _declared_summary(impl: Implementation) -> dict[str, str]:
+def _declared_summary(info: SubjectInfo) -> dict[str, str]:
     """{component: its declared conventions in one line (``Conventions.summary()``)}, components that declare."""
-    parsed = parse_all({c: impl.convention(c) for c in impl.provided}, COMPONENTS)
-    return {c: conv.summary() for c, conv in parsed.items() if c in impl.provided and conv.summary()}
+    parsed = parse_all(info.conventions, COMPONENTS)
+    return {c: conv.summary() for c, conv in parsed.items() if c in info.provided and conv.summary()}
 
 
-def _meta(profile: str, devices: Sequence[str], seed: int | None, specs: Sequence[str]) -> dict[str, Any]:
+def _meta(selection: Selection, specs: Sequence[str]) -> dict[str, Any]:
     versions = {"nanolm-verify": __version__, "torch": torch.__version__, "python": platform.python_version()}
     try:
         import transformers
@@ -297,15 +197,14 @@ def _meta(profile: str, devices: Sequence[str], seed: int | None, specs: Sequenc
         versions["transformers"] = transformers.__version__
     except ImportError:
         pass
-    command = f"nanolm-verify compare {' '.join(specs)} --profile {profile} --device {','.join(devices)}"
     return {
-        "profile": profile,
-        "devices": list(devices),
-        "seed": seed,
+        "profile": selection.profile,
+        "devices": list(selection.devices),
+        "seed": selection.seed,
         "versions": versions,
         "platform": platform.platform(),
         "date": datetime.date.today().isoformat(),
-        "command": command + (f" --seed {seed}" if seed is not None else ""),
+        "command": selection.command("compare", *specs),  # complete: --only, --dtype, --seed … included
     }
 
 
@@ -835,71 +734,50 @@ def exit_status(report: dict[str, Any]) -> int:
 # ---------------------------------------------------------------------------------------------- CLI
 
 
-def _split(values: Sequence[str] | None) -> list[str] | None:
-    if not values:
-        return None
-    return [v.strip() for value in values for v in value.split(",") if v.strip()]
-
-
 def main(args: argparse.Namespace) -> int:
     """``compare`` subcommand: 0 every law passed (or failed as expected), 1 a law failed, 2 usage error."""
     try:  # every argument, before any work
-        prof = profiles.resolve(args.profile)
-        devices = arguments.devices(",".join(_split(args.device) or ["cpu"]))
-        dtypes = arguments.dtypes(args.dtype)
-        only = _split(args.only)
-        workers = arguments.positive(args.workers, "--workers", int)
+        selection = arguments.selection(args)
+        options = arguments.run_options(args, selection.profile)
         if args.out is None and args.league is None:
             raise UsageError("--out DIR (the report) or --league FILE (the league table) is required")
         out = arguments.output_dir(args.out, "--out") if args.out is not None else None
         league = arguments.output_file(args.league, "--league") if args.league is not None else None
         if not args.impls and league is None:
             raise UsageError("name the implementations to compare (every adapter: --league FILE)")
-        args.impls = args.impls or list(ADAPTERS)
-        for spec in args.impls:
-            arguments.implementation(spec)
-            if league is None:
-                load(spec)  # an implementation that cannot be imported: a usage error before any law runs
-        for path in args.expectations:
-            expectations.read(path)  # a bad file fails here, before any work (run() applies them)
-        selection = dict(profile=prof.name, devices=devices, only=only, dtypes=dtypes, seed=args.seed)
-        total = planned(args.impls, **selection)
-        if not total:
-            raise UsageError("the selection runs no law: no selected law is defined for the selected dtypes")
-    except (UsageError, ImplementationError, ValueError) as exc:
-        print(f"nanolm-verify compare: error: {exc}", file=sys.stderr)
-        return 2
-    progress = Progress(total, quiet=args.quiet)
-    unavailable: dict[str, str] | None = {} if league is not None else None
-    try:
-        report = run(
-            args.impls,
-            **selection,
-            use_expectations=not args.no_expectations,
-            expectation_files=args.expectations,
-            workers=workers,
-            progress=progress,
-            unavailable=unavailable,
-        )
-    except (ImplementationError, expectations.ExpectationError, ValueError) as exc:
-        print(f"nanolm-verify compare: error: {exc}", file=sys.stderr)
-        return 2
+        specs = [arguments.implementation(spec) for spec in args.impls or ADAPTERS]
+    except (UsageError, ValueError) as exc:
+        return _usage(exc)
+    progress = Progress(len(selection.tasks()) * len(specs), quiet=args.quiet)
+    try:  # each implementation is imported in a worker first: one that cannot be is a usage error (league: noted)
+        run = session.run(specs, selection, options, on_result=progress, tolerate_unavailable=league is not None)
+    except ImplementationError as exc:
+        return _usage(exc)
     finally:
         progress.close()
+    for note in run.notes:
+        print(note, file=sys.stderr)
+    report = build(run)
     paths = write(report, out) if out is not None else []
     if league is not None:
-        named = "" if args.impls == list(ADAPTERS) else " " + " ".join(args.impls)
-        command = f"nanolm-verify compare --league {args.league}{named} --profile {prof.name} --workers {workers}"
+        named = [] if args.impls == [] else specs
+        command = shlex.join(["nanolm-verify", "compare", "--league", args.league, *named, "--profile",
+                              selection.profile, "--workers", str(options.workers)])  # fmt: skip
         league.parent.mkdir(parents=True, exist_ok=True)
-        league.write_text(render_league(report, command, unavailable), encoding="utf-8")
+        league.write_text(render_league(report, command, run.unavailable), encoding="utf-8")
         paths.append(league)
     for line in highlights(report["cells"], _declared(report)):
         print(wrap_block(line))
     if report.get("interrupted"):
         name = signal.Signals(report["interrupted"]).name
-        print(f"interrupted by {name}: the report holds the {progress.done} of {total} law runs finished")
+        print(f"interrupted by {name}: the report holds the {progress.done} of {run.planned} law runs finished")
     print("wrote " + ", ".join(str(p) for p in paths))
     return exit_status(report)
+
+
+def _usage(exc: Exception) -> int:
+    print(f"nanolm-verify compare: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+    return 2
 
 
 EPILOG = f"""\
@@ -932,28 +810,16 @@ def register(subparsers: Any) -> None:
         formatter_class=Formatter,
     )
     p.add_argument("impls", nargs="*", metavar="IMPL", help="module, .py path or adapter id")
-    p.add_argument("--out", default=None, metavar="DIR", help="writes report.md, index.html, results.json")
+    p.add_argument("--out", default=None, metavar="DIR", help="write report.md, index.html, results.json here")
     p.add_argument(
         "--league",
         default=None,
         metavar="FILE",
         help="write the accuracy league (Markdown) here; without IMPL: every adapter",
     )
-    p.add_argument(
-        "--profile",
-        default=None,
-        choices=list(profiles.PROFILES),
-        help=f"budget (default: ${profiles.ENV_VAR}, else {profiles.DEFAULT_PROFILE})",
-    )
-    p.add_argument("--device", action="append", metavar="DEV", help="cpu (default), cuda, …; comma-separated")
-    p.add_argument("--dtype", action="append", metavar="DT", help="fp64,fp32,fp16,bf16 (default: all)")
-    p.add_argument("--only", action="append", metavar="SEL", help="components or law ids (default: all)")
-    p.add_argument("--seed", type=int, default=None, help="seed for random profiles")
-    p.add_argument("--workers", type=int, default=1, help="worker processes per implementation (default 1)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
-    p.add_argument(
-        "--expectations", action="append", default=[], metavar="FILE",
-        help="your expectation file, applied first (every implementation)",
-    )  # fmt: skip
-    p.add_argument("--no-expectations", action="store_true", help="ignore the shipped expectation files")
+    arguments.add_selection(p)
+    out = p.add_argument_group("output", "example: --out cmp (cmp/report.md, cmp/index.html, cmp/results.json)")
+    arguments.add(out, "quiet")
+    arguments.add_run_options(p)
+    arguments.add_expectations(p)
     p.set_defaults(func=main)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import textwrap
 from typing import Any
 
 from properties.running.loading import ADAPTERS
@@ -47,6 +48,9 @@ class Formatter(argparse.RawDescriptionHelpFormatter):
     def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 26, width: int | None = None):
         columns = min(WIDTH, shutil.get_terminal_size((WIDTH, 24)).columns)
         super().__init__(prog, indent_increment, max_help_position, width or columns - 1)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:  # argparse's one hook for wrapping option help
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)  # never "nanolm-⏎verify"
 
 
 def apply(parser: argparse.ArgumentParser, default_epilog: str = "") -> None:

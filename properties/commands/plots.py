@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -463,7 +464,16 @@ def register(subparsers: Any) -> None:
         "plot",
         help="make the documentation's figures (PNG)",
         description="Make the documentation's figures as PNG files:\n"
-        + "\n".join(f"  {name}: {(func.__doc__ or '').splitlines()[0]}"[:79] for name, func in PLOTS.items()),
+        + "\n".join(
+            textwrap.fill(
+                f"{name}: {' '.join((func.__doc__ or '').split(chr(10) * 2)[0].split())}",
+                79,
+                initial_indent="  ",
+                subsequent_indent="      ",
+                break_on_hyphens=False,
+            )
+            for name, func in PLOTS.items()
+        ),
         epilog="examples:\n  nanolm-verify plot all\n  nanolm-verify plot eps_placement --out /tmp/figs\n\n"
         "exit status:\n  0  the figures were written\n  2  usage error: an unknown figure, no matplotlib",
         formatter_class=Formatter,

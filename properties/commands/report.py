@@ -38,6 +38,7 @@ _SCHEMA_FILES = {CHECK_SCHEMA: "check-report.schema.json", COMPARE_SCHEMA: "comp
 
 LEGEND = """\
 headroom      max |error| ÷ derived bound over all examples: ≤ 1 passes
+  (JSON: headroom_median, the typical example's; 1/it = the slack)
 cancellation  big ULP error, small headroom: the output nearly cancelled
 underflow     subnormal output: few bits, so a big ULP error is allowed
 cells: ok|FAIL headroom; CRASH|CONTRACT|TIMEOUT (cause of a failure);

@@ -28,10 +28,9 @@ from golden.formats import fmt
 from properties.commands import arguments
 from properties.commands.helptext import Formatter
 from properties.gallery import KINDS, PITFALLS, Pitfall
-from properties.running import profiles
 from properties.running.loading import COMPONENTS, load
 from properties.running.runner import LAWS, LawResult, Task, UsageError
-from properties.running.workers import Pool, default_memory_limit, default_workers
+from properties.running.session import RunOptions, Session
 
 __all__ = [
     "Demo",
@@ -90,17 +89,17 @@ def _task(law: Any, dtype: Any, device: str, profile: str, seed: int | None, imp
     return Task(law.id, law.component, fmt(dtype).name, device, profile, seed, law.summary, impl=impl)
 
 
-def run_tasks(tasks: list[Task], workers: int | None = None) -> list[LawResult]:
-    """Run tasks that each name their implementation: in this process (``workers`` None), or spread over that
-    many worker processes (one pool: each worker loads an implementation the first time a task names it)."""
-    if workers is None:
+def run_tasks(tasks: list[Task], options: RunOptions | None = None) -> list[LawResult]:
+    """Run tasks that each name their implementation: in the run session's worker processes (``options``; one
+    pool, each worker loads an implementation of the catalogue the first time a task names it), or — ``options``
+    None, for tests — in this process."""
+    if options is None:
         return [t.run(load(t.impl or REFERENCE)) for t in tasks]
-    timeout = max(profiles.get(t.profile).timeout for t in tasks)
-    with Pool(REFERENCE, workers=workers, timeout=timeout, memory_limit=default_memory_limit(workers)) as pool:
-        results = pool.run(tasks)
-    if any(r is None for r in results):
+    with Session(options) as session:
+        results = session.results(REFERENCE, tasks)
+    if session.interrupted:
         raise KeyboardInterrupt  # the run was interrupted: no partial gallery
-    return results  # type: ignore[return-value]
+    return results
 
 
 def demonstrate_all(
@@ -110,7 +109,7 @@ def demonstrate_all(
     seed: int | None = None,
     device: str = "cpu",
     reference: bool = False,
-    workers: int | None = None,
+    options: RunOptions | None = None,
 ) -> list[Demo]:
     """Run each pitfall's law against its wrong implementation (and optionally against the reference)."""
     tasks = []
@@ -119,7 +118,7 @@ def demonstrate_all(
         tasks.append(_task(law, p.torch_dtype, device, profile, seed, p.module))
         if reference:
             tasks.append(_task(law, p.torch_dtype, device, profile, seed))
-    results = iter(run_tasks(tasks, workers))
+    results = iter(run_tasks(tasks, options))
     return [Demo(p, next(results), next(results) if reference else None) for p in pitfalls]
 
 
@@ -240,7 +239,7 @@ def _command_lines(command: str, width: int) -> list[str]:
 
 
 def _doc(pitfall: Pitfall) -> str:
-    return (load(pitfall.module).module.__doc__ or "").strip()
+    return pitfall.docstring.strip()
 
 
 def explain(pitfall: Pitfall | str) -> str:
@@ -386,9 +385,9 @@ def _dtype_for(law: Any, preferred: Any) -> Any:
     return wanted if wanted in law.dtypes else law.dtypes[0]
 
 
-def kill_matrix(profile: str = "ci", device: str = "cpu", workers: int | None = None) -> KillMatrix:
+def kill_matrix(profile: str = "ci", device: str = "cpu", options: RunOptions | None = None) -> KillMatrix:
     """Run the catalogue: each entry's designated law (and the reference on it), then every other law of its
-    component in the entry's dtype where the law applies (else the law's first dtype); ``workers``: see
+    component in the entry's dtype where the law applies (else the law's first dtype); ``options``: see
     ``run_tasks``."""
     keys: dict[tuple[str, str, str], int] = {}  # (implementation, law id, dtype) → task index
     tasks: list[Task] = []
@@ -411,7 +410,7 @@ def kill_matrix(profile: str = "ci", device: str = "cpu", workers: int | None = 
         }
         plan[name] = (designated, on_ref, row)
     ref_keys = {law_id: want(REFERENCE, law, _dtype_for(law, "fp32")) for law_id, law in LAWS.items()}
-    results = run_tasks(tasks, workers)
+    results = run_tasks(tasks, options)
     got = {key: results[i] for key, i in keys.items()}
     demos = {name: Demo(PITFALLS[name], got[d], got[r]) for name, (d, r, _) in plan.items()}
     rows = {name: {law_id: got[k] for law_id, k in row.items()} for name, (_, _, row) in plan.items()}
@@ -602,16 +601,17 @@ def _list(width: int, out: TextIO) -> int:
 def _run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     width = max(40, args.width)
-    args.profile = profiles.resolve(args.profile).name  # one default profile for every subcommand
     if args.list:
         return _list(width, out)
     try:
-        workers = arguments.positive(args.workers if args.workers is not None else default_workers(), "--workers", int)
+        selection = arguments.selection(args, laws=False)
+        options = arguments.run_options(args, selection.profile)
     except UsageError as exc:
         print(f"nanolm-verify pitfalls: error: {exc}", file=sys.stderr)
         return 2
+    device = selection.devices[0]  # the catalogue is demonstrated on one device: the first selected (auto: cpu)
     if args.markdown:
-        km = kill_matrix(args.profile, args.device, workers)
+        km = kill_matrix(selection.profile, device, options)
         Path(args.markdown).write_text(render_markdown(km), encoding="utf-8")
         print(f"wrote {args.markdown}", file=out)
         return 0 if km.ok else 1
@@ -625,8 +625,10 @@ def _run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         )
         return 2
     pitfalls = [PITFALLS[n] for n in names]
-    options = dict(profile=args.profile, seed=args.seed, device=args.device, reference=args.reference)
-    demos = demonstrate_all(pitfalls, **options, workers=workers)
+    demos = demonstrate_all(
+        pitfalls, profile=selection.profile, seed=selection.seed, device=device, reference=args.reference,
+        options=options,
+    )  # fmt: skip
     for i, demo in enumerate(demos, 1):
         print("\n".join(render_demo(demo, i, len(names), width)), file=out, flush=True)
     print("\n".join(_summary(demos, width)), file=out)
@@ -652,18 +654,10 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("names", nargs="*", metavar="NAME", help="pitfalls to show (default: all; see --list)")
     parser.add_argument("--list", action="store_true", help="list the pitfalls and exit")
-    parser.add_argument(
-        "--profile",
-        default=None,
-        choices=list(profiles.PROFILES),
-        help=f"budget (default: ${profiles.ENV_VAR}, else {profiles.DEFAULT_PROFILE})",
-    )
-    parser.add_argument("--seed", type=int, default=None, help="seed for non-derandomized profiles")
-    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
-    parser.add_argument("--reference", action="store_true", help="also run each law on nanolm_core (must pass)")
-    parser.add_argument(
-        "--workers", type=int, default=None, help="worker processes (default: one per CPU, capped by memory)"
-    )
-    parser.add_argument("--markdown", metavar="PATH", help="run the full kill matrix and write it as Markdown")
-    parser.add_argument("--width", type=int, default=DEFAULT_WIDTH, help="wrap the text to this many columns (80)")
+    what = arguments.add_selection(parser, laws=False)
+    what.add_argument("--reference", action="store_true", help="also run each law on nanolm_core (must pass)")
+    out = parser.add_argument_group("output", "example: --markdown docs/gallery.md --width 100")
+    out.add_argument("--markdown", metavar="PATH", help="run the full kill matrix and write it as Markdown")
+    out.add_argument("--width", type=int, default=DEFAULT_WIDTH, help="wrap the text to this many columns (80)")
+    arguments.add_run_options(parser, database=False)  # the catalogue's verdicts are reproducible as shipped
     parser.set_defaults(func=_run)

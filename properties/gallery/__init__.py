@@ -23,8 +23,11 @@ them). The kill matrix (``tests/commands/test_kill_matrix.py``, rendered in docs
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 import re
+from pathlib import Path
 from types import ModuleType
 from typing import NamedTuple
 
@@ -62,7 +65,9 @@ class Pitfall(NamedTuple):
 
     @property
     def docstring(self) -> str:
-        return importlib.import_module(self.module).__doc__ or ""
+        """The module's docstring, read from its source: the wrong implementation is not imported (run session)."""
+        path = self.module if self.module.endswith(".py") else importlib.util.find_spec(self.module).origin
+        return ast.get_docstring(ast.parse(Path(path).read_text(encoding="utf-8")), clean=False) or ""
 
     @property
     def evidence(self) -> tuple[str, ...]:

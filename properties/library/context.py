@@ -20,6 +20,7 @@ import contextlib
 import contextvars
 import dataclasses
 import math
+import statistics
 import unittest
 from collections.abc import Iterator
 from typing import Any
@@ -97,6 +98,8 @@ class Recorder:
     worst_input: dict[str, Any] | None = None
     failing_input: dict[str, Any] | None = None
     headroom: float | None = None  # max error ÷ bound over the run's comparisons (≤ 1 passes)
+    headrooms: list[float] = dataclasses.field(default_factory=list)  # each finished example's headroom
+    example_headroom: float | None = None  # max error ÷ bound over the current example's comparisons
     bound: dict[str, Any] | None = None  # the bound where that maximum was reached: abs, ulps, formula
     current_input: dict[str, Any] = dataclasses.field(default_factory=dict)
     draws: list[tuple[str | None, Any]] = dataclasses.field(default_factory=list)  # this example's data.draw()s
@@ -106,9 +109,23 @@ class Recorder:
     measurements: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def begin_example(self) -> None:
+        self.end_example()
         self.examples += 1
         self.current_input = {}
         self.draws, self.calls = [], []
+
+    def end_example(self) -> None:
+        """Close the current example's headroom (the max over its comparisons) into ``headrooms``."""
+        if self.example_headroom is not None:
+            self.headrooms.append(self.example_headroom)
+        self.example_headroom = None
+
+    @property
+    def headroom_median(self) -> float | None:
+        """The median over examples of each example's headroom: how much of the bound a *typical* case uses.
+        Its inverse is the slack (how many times a correct implementation's error the bound allows)."""
+        self.end_example()
+        return float(statistics.median(self.headrooms)) if self.headrooms else None
 
     def fail_example(self, failure: AssertionError | None = None) -> None:
         if self.first_failure is None:
@@ -196,6 +213,8 @@ def record_headroom(headroom: float, **bound: Any) -> None:
     if rec.headroom is None or headroom > rec.headroom:
         rec.headroom = float(headroom)
         rec.bound = {k: jsonable(v) for k, v in bound.items()}
+    if rec.example_headroom is None or headroom > rec.example_headroom:
+        rec.example_headroom = float(headroom)
 
 
 _CALLS_KEPT = 4  # calls of one example whose tensors a counterexample file keeps
@@ -219,6 +238,7 @@ def count_examples(n: int) -> None:
     """Add ``n`` checked examples (laws that enumerate their inputs instead of drawing them)."""
     ctx = _CONTEXT.get()
     if ctx is not None:
+        ctx.recorder.end_example()  # each enumerated case is an example of its own (headroom_median)
         ctx.recorder.examples += n
 
 

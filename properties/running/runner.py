@@ -93,6 +93,7 @@ class LawResult:
     law: str = ""  # the law's statement (its docstring's first sentence)
     headroom: float | None = None  # max error ÷ bound over the law's examples (≤ 1 passes; the number to watch)
     bound: dict[str, Any] | None = None  # the bound where the max headroom was reached: abs, ulps, formula
+    headroom_median: float | None = None  # the median over examples of each example's headroom (1/slack)
     counterexample: str | None = None  # failed: the .pt file that ``nanolm-verify replay`` re-runs
     replay_data: bytes | None = dataclasses.field(default=None, repr=False)  # that file's content (not in JSON)
     declared: str = ""  # the component's declared conventions this run honoured (Conventions.summary())
@@ -104,7 +105,7 @@ class LawResult:
     def to_json(self) -> dict[str, Any]:
         """One JSON-able report record."""
         record = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "replay_data"}
-        for key in ("max_ulp", "p99_ulp", "duration", "headroom"):
+        for key in ("max_ulp", "p99_ulp", "duration", "headroom", "headroom_median"):
             value = record[key]
             if isinstance(value, float) and not math.isfinite(value):
                 record[key] = repr(value)
@@ -337,7 +338,7 @@ def run_law(
     if result.status == "failed":  # a law without @given fails on its one (enumerated) check
         result.found_after = rec.first_failure if law.uses_hypothesis else max(rec.examples, 1)
     result.max_ulp, result.p99_ulp = rec.max_ulp, rec.p99_ulp
-    result.headroom, result.bound = rec.headroom, rec.bound
+    result.headroom, result.bound, result.headroom_median = rec.headroom, rec.bound, rec.headroom_median
     result.worst_input = rec.failing_input if result.status == "failed" and rec.failing_input else rec.worst_input
     result.measurements = {**rec.measurements, **result.measurements}
     if searched:
@@ -506,10 +507,11 @@ class Task:
     law: str = ""  # the law's statement
     database: str | None = None
     impl: str | None = None  # another implementation than the pool's (the catalogue runs many in one pool)
+    replay: tuple[tuple[str | None, Any], ...] | None = None  # run once on these recorded draws (replay FILE)
 
     def run(self, impl: Implementation) -> LawResult:
         return run_law(LAWS[self.law_id], impl, dtype=self.dtype, device=self.device, profile=self.profile,
-                       seed=self.seed, database=self.database)  # fmt: skip
+                       seed=self.seed, database=self.database, replay=self.replay)  # fmt: skip
 
 
 def plan(

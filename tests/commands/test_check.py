@@ -191,6 +191,14 @@ def test_list_prints_every_law(capsys):
     assert all(law_id in text for law_id in LAWS)
 
 
+def test_list_honours_only(capsys):
+    assert main(["check", "--list", "--only", "SwiGLU"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines() if not line.startswith(" ")]
+    assert listed == [law.id for law in select_laws(["SwiGLU"])] and all(i.startswith("SwiGLU.") for i in listed)
+    assert main(["check", "--list", "--only", "no_such_law"]) == 2
+    assert "--only 'no_such_law'" in capsys.readouterr().err
+
+
 def test_laws_have_docstrings_and_short_bodies():
     """The docstring is the law; the body reads like it (bound arithmetic and case plumbing live in helpers)."""
     for law in LAWS.values():

@@ -8,46 +8,48 @@ import pytest
 
 from properties.commands import compare
 from properties.entry import cli
+from properties.running import session
 from properties.running.loading import load
 from properties.running.runner import LawResult
+from properties.running.session import Run, RunOptions, Selection, Subject, SubjectInfo
 
 pytest.importorskip("transformers")
 pytestmark = pytest.mark.hf
 
 
-def fake_runner(max_ulps: dict[str, float]):
-    """A runner that returns canned results: one golden law (max ULP per impl) and one batch law per dtype."""
+def fake_run(results: dict[str, list[LawResult]], dtypes=("bf16",)) -> Run:
+    """A session's run with canned results, {spec: its LawResults} (what the workers would have sent back)."""
+    subjects = [Subject(SubjectInfo.of(load(spec)), rs) for spec, rs in results.items()]
+    return Run(Selection(profile="ci", dtypes=tuple(dtypes)), subjects, planned=sum(len(rs) for rs in results.values()))
 
-    def runner(impl, *, profile, devices, dtypes, only, seed):
-        ulp = max_ulps[impl.spec]
-        out = []
-        for dtype in dtypes or ("bf16",):
-            for device in devices:
-                worst = {"D": 4096, "regime": "unit scale", "x": list(range(100))}
-                out.append(
-                    LawResult(
-                        "RMSNorm.rmsnorm_matches_golden",
-                        "RMSNorm",
-                        dtype,
-                        device,
-                        "passed" if ulp < 4 else "failed",
-                        message="max ULP error too big",
-                        max_ulp=ulp,
-                        p99_ulp=ulp / 2,
-                        headroom=ulp / 2,
-                        worst_input=worst,
-                        examples=8,
-                    )
-                )
-                out.append(LawResult("RMSNorm.rmsnorm_does_not_center", "RMSNorm", dtype, device, "passed"))
-        return out
 
-    return runner
+def canned(ulp: float, dtypes=("bf16",)) -> list[LawResult]:
+    """One golden law (its max ULP error ``ulp``) and one law without a bound, per dtype."""
+    out = []
+    for dtype in dtypes:
+        worst = {"D": 4096, "regime": "unit scale", "x": list(range(100))}
+        out.append(
+            LawResult(
+                "RMSNorm.rmsnorm_matches_golden",
+                "RMSNorm",
+                dtype,
+                "cpu",
+                "passed" if ulp < 4 else "failed",
+                message="max ULP error too big",
+                max_ulp=ulp,
+                p99_ulp=ulp / 2,
+                headroom=ulp / 2,
+                worst_input=worst,
+                examples=8,
+            )
+        )
+        out.append(LawResult("RMSNorm.rmsnorm_does_not_center", "RMSNorm", dtype, "cpu", "passed"))
+    return out
 
 
 @pytest.fixture
 def report():
-    return compare.run(["torch", "hf-llama"], dtypes=["bf16"], runner=fake_runner({"torch": 0.5, "hf-llama": 1.25}))
+    return compare.build(fake_run({"torch": canned(0.5), "hf-llama": canned(1.25)}))
 
 
 def test_cells_aggregate_counts_errors_and_the_worst_input(report):
@@ -64,29 +66,23 @@ def test_cells_aggregate_counts_errors_and_the_worst_input(report):
     assert hf_cell.worst_law == "RMSNorm.rmsnorm_matches_golden" and hf_cell.worst_input["D"] == 4096
 
 
-def test_batch_invariance_is_probed_when_no_law_measures_it(report):
-    assert all(cell.batch_invariant is True for cell in report["cells"])  # RMSNorm is row-wise on CPU
-    assert report["cells"][0].batch_source.startswith("probe")
+def test_the_batch_column_reads_the_batch_invariance_laws_and_no_probe(report):
+    assert all(cell.batch_invariant is None and cell.batch_text == "—" for cell in report["cells"])  # none ran
+    assert not hasattr(compare, "batch_invariance")  # the verifier never runs a subject itself
 
+    def batch(status, **kw):
+        return LawResult("RMSNorm.rmsnorm_is_batch_invariant", "RMSNorm", "fp32", "cpu", status, **kw)
 
-def test_the_batch_probe_can_say_no():
-    import torch
-
-    class Norm(torch.nn.Module):
-        """Scales by a statistic of the whole batch: op(x[:k]) != op(x)[:k]."""
-
-        def __init__(self, dim, eps=1e-6):
-            super().__init__()
-            self.weight = torch.nn.Parameter(torch.ones(dim))
-
-        def forward(self, x):
-            return x / x.abs().max() * self.weight
-
-    impl = load("torch")
-    fake = type(impl)("batchy", type("M", (), {"RMSNorm": Norm, "__name__": "batchy"}))
-    assert compare.batch_invariance(fake, "RMSNorm", "fp32", "cpu") is False
-    assert compare.batch_invariance(impl, "RMSNorm", "fp32", "cpu") is True
-    assert compare.batch_invariance(load("hf-gemma"), "SwiGLU", "fp32", "cpu") is None  # not provided
+    cells = {
+        status: compare.build_cells("x", [r.to_json() for r in [batch(status)]])[0]
+        for status in ("passed", "failed", "xfailed", "xpassed", "skipped")
+    }
+    assert [cells[s].batch_text for s in ("passed", "failed", "xfailed", "xpassed", "skipped")] == [
+        "yes", "no", "no", "yes", "—",
+    ]  # fmt: skip
+    assert cells["failed"].batch_source == "RMSNorm.rmsnorm_is_batch_invariant"
+    measured = batch("passed", measurements={"batch_invariant": False})  # declared batch-variant: measured, not judged
+    assert compare.build_cells("x", [measured.to_json()])[0].batch_text == "no"
 
 
 def test_highlights_name_the_differing_accuracy_classes_with_numbers(report):
@@ -110,7 +106,7 @@ def test_markdown_and_html_put_implementations_in_columns_with_headroom_cells(re
 
 
 def test_failures_are_red_and_listed_with_their_messages(tmp_path):
-    report = compare.run(["torch"], dtypes=["fp16"], runner=fake_runner({"torch": 7.0}))
+    report = compare.build(fake_run({"torch": canned(7.0, ["fp16"])}, ["fp16"]))
     text = compare.render_markdown(report)
     assert "| rmsnorm_matches_golden | fp16 | **FAIL 3.5** |" in text
     assert "**failed**" in text and "max ULP error too big" in text
@@ -119,14 +115,12 @@ def test_failures_are_red_and_listed_with_their_messages(tmp_path):
 
 
 def test_a_law_not_defined_for_a_dtype_is_shown_as_such_not_red():
-    def runner(impl, *, profile, devices, dtypes, only, seed):
-        law = "RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded"  # defined for bf16 only
-        return [
-            LawResult(law, "RMSNorm", "bf16", "cpu", "passed", headroom=0.5),
-            LawResult("RMSNorm.rmsnorm_preserves_sign", "RMSNorm", "fp32", "cpu", "passed"),
-        ]
-
-    report = compare.run(["torch"], dtypes=["fp32", "bf16"], runner=runner)
+    law = "RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded"  # defined for bf16 only
+    results = [
+        LawResult(law, "RMSNorm", "bf16", "cpu", "passed", headroom=0.5),
+        LawResult("RMSNorm.rmsnorm_preserves_sign", "RMSNorm", "fp32", "cpu", "passed"),
+    ]
+    report = compare.build(fake_run({"torch": results}, ["fp32", "bf16"]))
     rows = {(law, dtype): v for law, dtype, _, [v] in compare.matrix(report, "RMSNorm")}
     assert rows[("RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded", "fp32")].css == "na"
     assert rows[("RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded", "bf16")].text == "0.50"
@@ -137,12 +131,16 @@ def test_a_law_not_defined_for_a_dtype_is_shown_as_such_not_red():
 
 
 def test_expectations_turn_a_documented_failure_into_xfailed(monkeypatch, tmp_path):
+    """The session applies an implementation's shipped expectation file (the verifier reads it, the worker runs)."""
     from properties.running import expectations
 
     monkeypatch.setattr(expectations, "DIRECTORY", tmp_path)
-    (tmp_path / "torch.txt").write_text("RMSNorm.rmsnorm_matches_golden[fp16]  xfail  documented\n")
-    report = compare.run(["torch"], dtypes=["fp16"], runner=fake_runner({"torch": 7.0}))
-    assert report["cells"][0].laws_text == "1/2 (1 xfailed)"
+    wrong = "properties.gallery.eps_outside_sqrt"
+    (tmp_path / f"{wrong}.txt").write_text("RMSNorm.rmsnorm_matches_golden[fp32]  xfail  documented\n")
+    selection = Selection(profile="ci", only=("RMSNorm.rmsnorm_matches_golden",), dtypes=("fp32",))
+    report = compare.build(session.run([wrong, "torch"], selection, RunOptions.of("ci", workers=1)))
+    assert [c.laws_text for c in report["cells"]] == ["0/1 (1 xfailed)", "1/1"]
+    assert compare.exit_status(report) == 0
 
 
 def test_cli_has_compare_and_unknown_implementations_exit_2(tmp_path, capsys):
@@ -157,7 +155,8 @@ def test_cli_has_compare_and_unknown_implementations_exit_2(tmp_path, capsys):
 def test_end_to_end_hf_llama_rounds_twice_where_torch_rounds_once():
     """The report's headline, measured by the real laws: in bf16 torch's RMSNorm is correctly rounded, HF-Llama's
     (x·r rounded, then ·w rounded again) is not."""
-    report = compare.run(["torch", "hf-llama"], only=["RMSNorm.rmsnorm_matches_golden"], dtypes=["bf16"])
+    selection = Selection(profile="ci", only=("RMSNorm.rmsnorm_matches_golden",), dtypes=("bf16",))
+    report = compare.build(session.run(["torch", "hf-llama"], selection, RunOptions.of("ci", workers=1)))
     torch_cell, hf_cell = report["cells"]
     assert (torch_cell.laws_text, hf_cell.laws_text) == ("1/1", "1/1")  # both conventions pass
     assert torch_cell.max_ulp <= 0.5 + 1e-9  # one rounding of an fp32 result: at most a hair above ½ ULP
@@ -173,7 +172,7 @@ def test_numbers_next_to_a_class_boundary_are_not_rounded_across_it():
 
 
 def test_the_league_ranks_every_implementation_and_lists_its_findings(tmp_path):
-    report = compare.run(["torch", "hf-llama"], dtypes=["bf16"], runner=fake_runner({"torch": 0.5, "hf-llama": 9.0}))
+    report = compare.build(fake_run({"torch": canned(0.5), "hf-llama": canned(9.0)}))
     text = compare.render_league(report, "nanolm-verify compare --league L", {"timm": "No module named 'timm'"})
     rows = [line for line in text.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
     assert rows[0].startswith("| 1 | **torch** |") and rows[1].startswith("| 2 | **hf-llama** |")
@@ -190,14 +189,20 @@ def test_a_report_renders_the_same_from_its_results_json(report, tmp_path):
 
 
 def test_the_league_lists_failures_expected_by_a_declaration_and_unexpected_ones_with_their_cause():
-    def runner(impl, *, profile, devices, dtypes, only, seed):
-        why = "declared compute fp64→fp32: fp64 finite-difference gradcheck needs fp64 arithmetic\nmismatch"
-        return [
-            LawResult("RMSNorm.rmsnorm_gradients_pass_gradcheck", "RMSNorm", "fp64", "cpu", "xfailed", why),
-            LawResult("RMSNorm.rmsnorm_preserves_sign", "RMSNorm", "fp32", "cpu", "failed", "boom", cause="crash"),
-        ]
-
-    text = compare.render_league(compare.run(["torch"], dtypes=["fp64", "fp32"], runner=runner), "cmd")
+    why = "declared compute fp64→fp32: fp64 finite-difference gradcheck needs fp64 arithmetic\nmismatch"
+    results = [
+        LawResult("RMSNorm.rmsnorm_gradients_pass_gradcheck", "RMSNorm", "fp64", "cpu", "xfailed", why),
+        LawResult("RMSNorm.rmsnorm_preserves_sign", "RMSNorm", "fp32", "cpu", "failed", "boom", cause="crash"),
+    ]
+    text = compare.render_league(compare.build(fake_run({"torch": results}, ["fp64", "fp32"])), "cmd")
     assert "- Expected failure: declared compute fp64→fp32: fp64 finite-difference gradcheck" in text
     assert "- **Unexpected failures**: `RMSNorm.rmsnorm_preserves_sign` (crash) fp32" in text
     assert "None: every law passes" not in text
+
+
+def test_the_reproduce_line_names_the_whole_selection():
+    selection = Selection(profile="ci", devices=("cpu",), dtypes=("fp32", "bf16"), only=("RMSNorm",), seed=3)
+    report = compare.build(Run(selection, [], planned=0, unavailable={"torch": "gone"}))
+    assert report["meta"]["command"] == (
+        "nanolm-verify compare torch --profile ci --device cpu --only RMSNorm --dtype fp32,bf16 --seed 3"
+    )

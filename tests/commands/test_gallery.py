@@ -19,6 +19,7 @@ from properties.commands import teach
 from properties.gallery import KINDS, PITFALLS
 from properties.running.loading import COMPONENTS, load
 from properties.running.runner import LAWS
+from properties.running.session import RunOptions
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 COURSE = (  # the course table of tests/conformance/test_modules.py
@@ -189,7 +190,7 @@ def test_committed_figures_exist():
 def test_the_gallery_in_worker_processes_gives_the_same_verdicts_as_in_process():
     pitfalls = [PITFALLS[n] for n in ("mean_subtraction", "threads_at_import", "swiglu_bias", "non_causal")]
     here = teach.demonstrate_all(pitfalls, reference=True)
-    there = teach.demonstrate_all(pitfalls, reference=True, workers=2)
+    there = teach.demonstrate_all(pitfalls, reference=True, options=RunOptions.of("ci", workers=2))
 
     def verdict(demo: teach.Demo) -> tuple:
         r = demo.result

@@ -114,3 +114,35 @@ def test_nothing_is_written_to_the_working_directory(tmp_path):
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------- every command
+
+COMMANDS = {  # command → argv running the laws of one hostile module (module path as {m})
+    "check": ["check", "{m}", *ONE_LAW],
+    "compare": ["compare", "nanolm_core", "{m}", *ONE_LAW, "--workers", "1", "--out", "{out}"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("module", ["exits_at_import", "os_exit_at_import"])
+def test_a_module_exiting_at_import_is_one_line_usage_error_in_every_command(command, module, tmp_path, capsys):
+    argv = [a.format(m=HOSTILE / f"{module}.py", out=tmp_path / "out") for a in COMMANDS[command]]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert f"{module}.py" in err and ("SystemExit" in err or "exited with status 3" in err), err
+    assert "\nlaw " not in out and not (tmp_path / "out").exists()  # nothing ran, nothing was written
+
+
+def test_compare_writes_its_report_with_the_crash_attributed_to_the_module_that_exited(tmp_path, capsys):
+    argv = [a.format(m=HOSTILE / "os_exit_in_forward.py", out=tmp_path / "out") for a in COMMANDS["compare"]]
+    assert main(argv) == 1
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    reference, hostile = doc["results"].values()
+    assert {r["status"] for r in reference} == {"passed"}
+    crashed = [r for r in hostile if r["status"] == "failed"]
+    assert crashed and {r["cause"] for r in crashed} == {"crash"} and {r["component"] for r in crashed} == {"RMSNorm"}
+    assert "exited with status 0" in crashed[0]["message"]
+    assert "**CRASH**" in (tmp_path / "out" / "report.md").read_text()
+    assert "CRASH" in (tmp_path / "out" / "index.html").read_text()
