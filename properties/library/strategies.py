@@ -86,6 +86,7 @@ __all__ = [
     "row_cases",
     "rows",
     "scaled_rmsnorm_cases",
+    "sum_corners",
     "swiglu_cases",
     "swiglu_grad_cases",
     "swiglu_token_cases",
@@ -1037,7 +1038,7 @@ def _add_many_rows(dtype: torch.dtype) -> AddGradCase:
     return AddGradCase(case, *(cotangent((2, MANY_ROWS // 2, D), dtype, MANY_ROWS + k) for k in range(2)))
 
 
-def _corners(dtype: torch.dtype) -> tuple[tuple[float, float], ...]:
+def sum_corners(dtype: torch.dtype) -> tuple[tuple[float, float], ...]:
     """(x, r) pairs whose IEEE sum is a corner: −0 + −0 = −0, v − v = +0, ties to even (1 + u → 1, 1 + 3u → 1 + 4u
     with ulp(1) = 2u), an overflow (max + max; max + ½ulp(max), a tie that rounds to inf), ±inf, inf − inf, NaN."""
     f = fmt(dtype)
@@ -1060,12 +1061,12 @@ def _corners(dtype: torch.dtype) -> tuple[tuple[float, float], ...]:
 
 @st.composite
 def add_rmsnorm_sum_cases(draw: st.DrawFn, dtype: torch.dtype) -> AddRMSNormCase:
-    """An AddRMSNorm case (D ≤ 64) with up to four elements of (x, r) replaced by a corner pair (:func:`_corners`)."""
+    """An AddRMSNorm case (D ≤ 64), up to four elements of (x, r) replaced by a corner pair (:func:`sum_corners`)."""
     case = draw(add_rmsnorm_cases(dtype, max_dim=64), label="case")
     x, r = case.x.clone(), case.residual.clone()
     for k in range(draw(st.integers(0, min(4, x.numel())), label="corner elements")):
         i = draw(st.integers(0, x.numel() - 1), label=f"corner {k} index")
-        a, b = draw(st.sampled_from(_corners(dtype)), label=f"corner {k}")
+        a, b = draw(st.sampled_from(sum_corners(dtype)), label=f"corner {k}")
         x.view(-1)[i], r.view(-1)[i] = a, b
     return case._replace(x=x, residual=r)
 
@@ -1076,7 +1077,7 @@ ADD_RMSNORM_PINS = {
     "every corner": Pin(
         "every corner",
         lambda dtype: _add_case(
-            [[a for a, _ in _corners(dtype)]], [[b for _, b in _corners(dtype)]], ("corners",), "corners"
+            [[a for a, _ in sum_corners(dtype)]], [[b for _, b in sum_corners(dtype)]], ("corners",), "corners"
         )(dtype),
     ),
     "zero branch": Pin(

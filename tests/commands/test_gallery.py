@@ -29,6 +29,7 @@ COURSE = (  # the course table of tests/conformance/test_modules.py
     "bf16_accumulation",
     "swapped_gate_up",
     "gelu_instead_of_silu",
+    "add_norm_normalized_stream",
 )
 STEPS = ("heads", "rope_tables", "rope", "expand_kv", "scores", "mask", "attend")  # nanolm_core.Attention's seams
 STATE_IS_THE_BUG = {"swiglu_bias"}  # its parameters are the mistake (extra biases)

@@ -7,7 +7,7 @@ one fails on the course mistake it is named after (properties/gallery/):
 import pytest
 import torch
 
-from properties.conformance.test_modules import COURSE, TestRMSNorm, TestSwiGLU
+from properties.conformance.test_modules import COURSE, TestAddRMSNorm, TestRMSNorm, TestSwiGLU
 from properties.running.loading import load
 from properties.running.runner import LAWS, run_law
 
@@ -21,6 +21,7 @@ from properties.running.runner import LAWS, run_law
         ("test_rmsnorm_matches_reference", "bf16_accumulation"),
         ("test_swiglu_matches_reference", "swapped_gate_up"),
         ("test_swiglu_gates_with_silu_elementwise", "gelu_instead_of_silu"),
+        ("test_add_rmsnorm_keeps_the_sum_on_the_stream", "add_norm_normalized_stream"),
     ],
 )
 def test_each_course_test_fails_on_its_course_mistake(course_test, mistake):
@@ -34,6 +35,6 @@ def test_each_course_test_fails_on_its_course_mistake(course_test, mistake):
 def test_every_course_test_runs_a_law_in_every_dtype_of_that_law():
     """No course test is parametrized over a dtype its law does not define (such a test could only skip)."""
     for name, law_id in COURSE.items():
-        marks = getattr(TestRMSNorm, name, None) or getattr(TestSwiGLU, name)
+        marks = getattr(TestRMSNorm, name, None) or getattr(TestSwiGLU, name, None) or getattr(TestAddRMSNorm, name)
         (param,) = [m for m in marks.pytestmark if m.name == "parametrize"]
         assert [p.values[0] for p in param.args[1]] == list(LAWS[law_id].dtypes), name
