@@ -107,6 +107,7 @@ NOT_MODELLED = {
     "gradients_pass_gradcheck": "fp64 finite-difference gradcheck needs fp64 arithmetic",
     "is_identity_when_branches_are_zeroed": "the exact identity holds where the residual stays in the input dtype; "
     "computed in the narrower dtype it rounds x (and v)",
+    "sum_is_rounded_once": "x + r computed in the narrower dtype is rounded twice (to it, then stored)",
 }
 
 
