@@ -35,7 +35,7 @@ __version__ = "0.2.0"
 LAYERS = {
     "nanolm_core": 0,
     "golden": 1,
-    "exercises": 1,
+    "exercises_en": 1,
     "properties": 1,
     "properties.adapters": 2,
     "properties.gallery": 2,

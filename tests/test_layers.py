@@ -15,7 +15,7 @@ import pytest
 import properties
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("nanolm_core", "golden", "properties", "exercises")
+PACKAGES = ("nanolm_core", "golden", "properties", "exercises_en")
 
 
 def module_name(path: Path, root: Path) -> str:

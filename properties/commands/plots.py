@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ import torch.nn.functional as F
 import golden
 import nanolm_core
 from properties.commands.helptext import Formatter
+from properties.commands.render.text import wrap
 from properties.gallery.bf16_accumulation import RMSNorm as Bf16AccumulatingRMSNorm
 from properties.gallery.eps_outside_sqrt import RMSNorm as EpsOutside
 from properties.gallery.silu_cancellation import silu_by_complement
@@ -458,6 +458,11 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _summary(func: Callable[..., Any]) -> str:
+    """A figure's docstring summary (its first paragraph) on one line."""
+    return " ".join((func.__doc__ or "").split("\n\n")[0].split())
+
+
 def register(subparsers: Any) -> None:
     """Add ``plot NAME|all [--out DIR]`` to the ``nanolm-verify`` parser."""
     parser = subparsers.add_parser(
@@ -465,14 +470,7 @@ def register(subparsers: Any) -> None:
         help="make the documentation's figures (PNG)",
         description="Make the documentation's figures as PNG files:\n"
         + "\n".join(
-            textwrap.fill(
-                f"{name}: {' '.join((func.__doc__ or '').split(chr(10) * 2)[0].split())}",
-                79,
-                initial_indent="  ",
-                subsequent_indent="      ",
-                break_on_hyphens=False,
-            )
-            for name, func in PLOTS.items()
+            line for name, func in PLOTS.items() for line in wrap(f"  {name}: {_summary(func)}", 79, hang="    ")
         ),
         epilog="examples:\n  nanolm-verify plot all\n  nanolm-verify plot eps_placement --out /tmp/figs\n\n"
         "exit status:\n  0  the figures were written\n  2  usage error: an unknown figure, no matplotlib",

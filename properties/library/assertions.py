@@ -43,6 +43,7 @@ __all__ = [
     "assert_output_contract",
     "assert_unchanged",
     "fail",
+    "golden_agreement",
     "golden_f64",
 ]
 
@@ -127,10 +128,24 @@ def assert_matches_golden(actual: torch.Tensor, golden: Any, bound: Bound, *, wh
     gold = _Golden(hi, lo)
     diff, err_ulp = _ulp.abs_error(a, gold, dtype), _ulp.ulp_error(a, gold, dtype)
     allowed = np.broadcast_to(np.asarray(bound.abs, dtype=np.float64), hi.shape)
-    with np.errstate(invalid="ignore"):
-        reach = (np.abs(hi + lo) + allowed >= fmt(dtype).overflow_threshold) & np.isinf(a) & (np.sign(a) == np.sign(hi))
-    ok = (diff <= allowed) | reach | _undetermined(allowed, dtype)
+    ok = (diff <= allowed) | _reach(a, hi, lo, allowed, dtype) | _undetermined(allowed, dtype)
     return _judge(a, hi + lo, err_ulp, diff, ok, bound, dtype, what, "golden", record=record)
+
+
+def golden_agreement(actual: Any, golden: Any, bound: Bound, dtype: torch.dtype) -> np.ndarray:
+    """Elementwise, without recording or failing: does ``actual`` (values of ``dtype``) meet the golden value within
+    ``bound`` as :func:`assert_matches_golden` judges it (an infinite bound: not judged, so agreeing)."""
+    hi, lo = golden_f64(golden)
+    a = as_f64(actual)
+    allowed = np.broadcast_to(np.asarray(bound.abs, dtype=np.float64), hi.shape)
+    diff = _ulp.abs_error(a, _Golden(hi, lo), dtype)
+    return (diff <= allowed) | _reach(a, hi, lo, allowed, dtype) | np.isinf(allowed)
+
+
+def _reach(a: np.ndarray, hi: np.ndarray, lo: np.ndarray, allowed: np.ndarray, dtype: torch.dtype) -> np.ndarray:
+    """An infinity of the golden value's sign where |golden| + bound reaches the overflow threshold."""
+    with np.errstate(invalid="ignore"):
+        return (np.abs(hi + lo) + allowed >= fmt(dtype).overflow_threshold) & np.isinf(a) & (np.sign(a) == np.sign(hi))
 
 
 class _Golden:
@@ -248,6 +263,7 @@ def _judge(
     i = int(np.argmax(excess))
     spacing = _ulp.ulp(g.flat[i : i + 1], dtype)[0]
     bound_ulp = allowed.flat[i] / spacing if spacing and np.isfinite(spacing) else float("nan")
+    context.record_mismatch(what, a, _index(i, a.shape))  # for the diagnosis of the failure
     if not np.isfinite(diff.flat[i]):
         head = "a non-finite value where the law's exact answer is finite (an error of infinite size) > bound"
     elif in_ulps:
@@ -288,10 +304,29 @@ def assert_bitwise_equal(
     if bool(np.all(eq)):
         return
     i = int(np.argmin(eq.reshape(-1)))
+    dtype = actual.dtype if isinstance(actual, torch.Tensor) else torch.float64
+    apart = _ulps_apart(a, e, dtype)
+    context.record_mismatch(what, a, _index(i, a.shape))
     fail(
         f"{what}: not bitwise equal{' (' + why + ')' if why else ''}: {int((~eq).sum())} of {eq.size} elements "
-        f"differ; first at {_index(i, a.shape)}: expected {_fmt(float(e.flat[i]))}, actual {_fmt(float(a.flat[i]))}"
+        f"differ; first at {_index(i, a.shape)}: expected {float(e.flat[i])!r}, actual {float(a.flat[i])!r}"
+        f" ({_apart_text(apart.flat[i], dtype)}); largest distance {_apart_text(float(np.max(apart)), dtype)}"
     )
+
+
+def _ulps_apart(a: np.ndarray, e: np.ndarray, dtype: torch.dtype) -> np.ndarray:
+    """|a − e| in ULPs of ``dtype`` at e (0 where equal; inf where either is NaN or only one is infinite)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        same = (a == e) | (np.isnan(a) & np.isnan(e))
+        gap = np.where(np.isfinite(a) & np.isfinite(e), np.abs(a - e) / _ulp.ulp(e, dtype), np.inf)
+    return np.where(same, 0.0, gap)
+
+
+def _apart_text(n: float, dtype: torch.dtype) -> str:
+    if not np.isfinite(n):
+        return "not comparable: a NaN or an infinity on one side"
+    name = fmt(dtype).name
+    return f"{n:.4g} ULP of {name} apart" if n != 1 else f"1 ULP of {name} apart"
 
 
 def assert_unchanged(before: torch.Tensor, after: torch.Tensor, *, what: str) -> None:

@@ -44,6 +44,9 @@ __all__ = [
 ]
 
 
+GRADCHECK_STEP, GRADCHECK_ATOL = 1e-6, 1e-5  # the finite-difference step and absolute tolerance of gradcheck
+
+
 def guard(step: str, fn: Callable[[], Any], cause: str) -> Any:
     """fn(); an exception it raises is a failure of ``cause`` naming ``step`` (NotImplementedError: skipped).
 
@@ -81,7 +84,9 @@ def construct(
     if not isinstance(module, nn.Module):
         fail(f"{component}({sig}) returned {type(module).__name__}, not a torch.nn.Module", "contract")
     step = f"{component}.to(device={device!r}, dtype={dtype})"
-    return guard(step, lambda: module.to(device=device, dtype=dtype), "contract")
+    moved = guard(step, lambda: module.to(device=device, dtype=dtype), "contract")
+    context.record_build(moved, component, args, kwargs)  # how it was built, for the diagnosis of a failure
+    return moved
 
 
 def build(
@@ -119,8 +124,11 @@ def build_block(
     """Block(config) with the contract's state_dict loaded (seen through :class:`RopeLayout` when the Block
     declares ``rope_layout: "interleaved"``)."""
     module = build(impl, "Block", (config,), {}, params, dtype, device)
-    declared = impl.conventions["Block"].rope_layout
-    return RopeLayout(module, config) if declared == "interleaved" else module
+    if impl.conventions["Block"].rope_layout != "interleaved":
+        return module
+    seen = RopeLayout(module, config)
+    context.record_build(seen, "Block", (config,), {})
+    return seen
 
 
 class RopeLayout(nn.Module):
@@ -175,10 +183,11 @@ def call(module: nn.Module, x: torch.Tensor, *, component: str = "", grad: bool 
         with torch.set_grad_enabled(grad):
             return module(x)
 
-    context.record_call(name, x, module)  # the exact tensors, for a failure's counterexample file
+    entry = context.record_call(name, x, module)  # the exact tensors, for a failure's counterexample file
     y = guard(f"{name}.forward(x of shape {tuple(x.shape)}, {x.dtype}, {x.device.type})", run, "crash")
     if not isinstance(y, torch.Tensor):
         fail(f"{name}.forward returned {type(y).__name__}, not a torch.Tensor", "contract")
+    context.record_output(entry, y)
     return y
 
 
@@ -264,16 +273,28 @@ def block_forward(
     return _checked(y, x, dtype, device, "Block", output_cause)
 
 
-def gradcheck(fn: Callable[..., torch.Tensor], inputs: tuple[torch.Tensor, ...], *, component: str) -> None:
-    """torch.autograd.gradcheck (fp64, finite differences); a mismatch is the implementation's failure."""
+def gradcheck(
+    fn: Callable[..., torch.Tensor],
+    inputs: tuple[torch.Tensor, ...],
+    *,
+    component: str,
+    module: nn.Module | None = None,
+) -> None:
+    """torch.autograd.gradcheck (fp64, finite differences); a mismatch is the implementation's failure. ``module``
+    (whose forward ``fn`` evaluates at ``inputs``): on a mismatch it is called once more on x, so the diagnosis sees
+    the forward whose finite differences were taken (an fp32 forward's are rounding noise)."""
     __tracebackhide__ = True
     try:
-        ok = torch.autograd.gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, fast_mode=True, raise_exception=True)
+        ok = torch.autograd.gradcheck(
+            fn, inputs, eps=GRADCHECK_STEP, atol=GRADCHECK_ATOL, rtol=1e-3, fast_mode=True, raise_exception=True
+        )
     except DtypeNotSupported as exc:
         raise NotApplicable(f"dtype not supported: {component}: {exc}") from None
     except NotImplementedError as exc:
         raise StubNotImplemented(f"not implemented: {component} backward: {exc}") from None
     except GradcheckError as exc:
+        if module is not None:
+            call(module, inputs[0].detach(), component=component)
         fail(f"{component}: fp64 gradcheck failed (analytical ≠ numerical Jacobian): {str(exc)[:800]}")
     except AssertionError:
         raise

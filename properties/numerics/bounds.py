@@ -191,7 +191,8 @@ class Arithmetic:
                       differs from (ms + eps)^-1/2 by exactly |1 − √(v/v')|, v' = ms + eps' (added to r's error).
     ``weight_offset`` o ≠ 0: the gain is formed as o + (γ − o): γ − o stored (≤ u_t), converted to c (≤ u_c),
                       o added in c (≤ u_c): |γ_eff − γ| ≤ (u_t + u_c + u_t·u_c)·|γ − o| + u_c·|γ_eff|.
-    ``flush``         {"input", "output"}: subnormal values of t among the inputs and weights may be read as 0
+    ``flush``         {storage dtype: {"input", "output"}} (or one set for every dtype): subnormal values of t among
+                      the inputs and weights may be read as 0
                       (error |v|, propagated without linearising the norm's r); an output whose magnitude is below
                       t's smallest normal may be returned as 0 (+ that normal). Flushed results of operations in c
                       ("intermediate") are inside every bound already (tiny_c per operation).
@@ -206,13 +207,19 @@ class Arithmetic:
     accumulation: Mapping[str, str] = dataclasses.field(default_factory=dict)
     eps: Mapping[str, str] = dataclasses.field(default_factory=dict)
     weight_offset: float = 0.0
-    flush: frozenset[str] = frozenset()
+    flush: Mapping[str, frozenset[str]] | frozenset[str] = frozenset()
     norm_input: str | None = None  # AddRMSNorm: "rounded" | "sum" (:func:`add_rmsnorm`); None: either
 
     def __bool__(self) -> bool:
         return bool(
             self.compute or self.accumulation or self.eps or self.weight_offset or self.flush or self.norm_input
         )
+
+    def flushes(self, storage: Any) -> frozenset[str]:
+        """Where subnormals of storage dtype ``storage`` may be flushed ("input", "output")."""
+        if isinstance(self.flush, Mapping):
+            return frozenset(self.flush.get(fmt(storage).name, ()))
+        return frozenset(self.flush)
 
 
 _ARITHMETIC: contextvars.ContextVar[Arithmetic | None] = contextvars.ContextVar("nanolm_arithmetic", default=None)
@@ -374,7 +381,7 @@ def _given_error(v: np.ndarray, p: _P) -> np.ndarray | None:
     """Error of a given tensor (input, weight, cotangent) as the implementation reads it, under the declaration:
     demoted, rounded to c (u_c·|v| + half c's subnormal spacing; +inf where it overflows c); flushed inputs, |v|
     where v is subnormal in t. None when the declaration reads it exactly (every undeclared bound)."""
-    flush = "input" in p.a.flush
+    flush = "input" in p.a.flushes(p.t)
     if not (p.demoted or flush):
         return None
     av = np.abs(v)
@@ -516,7 +523,7 @@ def _rmsnorm_e(x: _E, w: np.ndarray, eps: float, p: _P) -> tuple[_E, np.ndarray]
         with np.errstate(invalid="ignore"):  # γ = inf (a vacuous sum bound) × ρ = 0: NaN, judged as inf below
             rel_r.append(0.5 * g * rho + 0.5 * under + 0.5 * p.uc * (2 - rho) + 2 * p.uc)
     eps2 = _eps_dtype(eps, p)  # declared: the implementation adds eps' = fl(eps) instead of eps
-    flush = "input" in p.a.flush  # declared: errors of x may be as large as x (not linearised)
+    flush = "input" in p.a.flushes(p.t)  # declared: errors of x may be as large as x (not linearised)
     e_gain = _gain_error(w, p)
     with np.errstate(all="ignore"):
         y = xv * r * w
@@ -597,7 +604,7 @@ def _finish(
             spacing_y = _ulp.ulp(y.v, p.t)
             ab = delta + 0.5 * spacing_out  # (½·2^-1074 underflows to 0 in float64: ulps is computed apart)
             ulps = delta / spacing_y + 0.5 * (spacing_out / spacing_y)
-            if "output" in p.a.flush:  # declared: a result below t's smallest normal may be returned as 0
+            if "output" in p.a.flushes(p.t):  # declared: a result below t's smallest normal may be returned as 0
                 normal = fmt(p.t).smallest_normal
                 flushed = np.where(np.abs(y.v) - delta < normal, normal, 0.0)
                 ab, ulps = ab + flushed, ulps + flushed / spacing_y

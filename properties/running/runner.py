@@ -33,10 +33,11 @@ import hypothesis
 import torch
 from hypothesis import Phase, given
 from hypothesis import strategies as st
-from hypothesis.errors import Flaky
+from hypothesis.errors import Flaky, FlakyStrategyDefinition
 
 from golden.formats import NAMES, fmt
 from properties import __version__
+from properties.library import diagnosis
 from properties.library.context import LawContext, SuiteDataError, open_context
 from properties.library.laws import LAWS
 from properties.library.subject import COMPONENTS, Implementation, NotProvided
@@ -97,6 +98,7 @@ class LawResult:
     counterexample: str | None = None  # failed: the .pt file that ``nanolm-verify replay`` re-runs
     replay_data: bytes | None = dataclasses.field(default=None, repr=False)  # that file's content (not in JSON)
     declared: str = ""  # the component's declared conventions this run honoured (Conventions.summary())
+    diagnosis: str | None = None  # failed: the convention or bug the counterexample looks like (library.diagnosis)
 
     @property
     def passed(self) -> bool:
@@ -302,11 +304,10 @@ def run_law(
         except AssertionError as exc:
             result.status, result.cause = "failed", getattr(exc, "cause", "law")
             result.message = _failure_message(exc, ctx)
-        except Flaky as exc:  # the same input passed once and failed once: the implementation is not deterministic
+        except Flaky as exc:  # one example, run twice, gave two verdicts (or drew differently): say which and why
             inner = [e for e in getattr(exc, "exceptions", ()) if isinstance(e, AssertionError)]
-            detail = _failure_message(inner[0], ctx) if inner else f"{exc}\nreproduce: {ctx.repro}"
             result.status, result.cause = "failed", getattr(inner[0], "cause", "law") if inner else "law"
-            result.message = f"non-deterministic: the same input passed and failed\n{detail}"
+            result.message = _flaky_message(exc, inner[0] if inner else ctx.recorder.last_failure, ctx)
         except NotImplementedError as exc:
             result.status, result.message = "skipped", f"not implemented: {exc}"
         except SuiteDataError as exc:
@@ -344,9 +345,89 @@ def run_law(
     if searched:
         result.measurements["search"] = f"{searched} of profile {prof.name}"
     _honour_declaration(result, ctx)
+    if result.status == "failed" and result.cause == "law":
+        _diagnose(result, ctx)
     if result.status == "failed":
         result.replay_data = _counterexample(result, law, impl, rec)
     return result
+
+
+def _diagnose(result: LawResult, ctx: LawContext) -> None:
+    """Name what the failure looks like (``library.diagnosis``) and show a regime's input row, in the message
+    (detail lines before its reproduce line) and in ``result.diagnosis``. Runs on failures only; a diagnosis that
+    cannot be made says nothing, and a bug of the diagnosis never changes the verdict."""
+    rec = ctx.recorder
+    calls, mismatch = _failing(rec)
+    try:
+        found = diagnosis.diagnose(calls, ctx.conventions, law_id=result.law_id, mismatch=mismatch)
+        row = diagnosis.input_row(calls, mismatch)
+    except Exception as exc:  # the suite's own problem: reported beside the verdict, never instead of it
+        found, row = None, None
+        result.measurements["diagnosis error"] = f"{type(exc).__name__}: {exc}"
+    lines = [f"  {row}"] if row else []
+    if found is not None:
+        result.diagnosis = found.text
+        lines.append(f"  diagnosis: {found.text}")
+    if lines:
+        result.message = _before_reproduce(result.message, lines)
+
+
+def _failing(rec: Any) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The failing example's recorded calls and failed comparison (a law without Hypothesis has one example: its
+    calls and comparison are the run's latest)."""
+    if rec.failing_calls is not None:
+        return rec.failing_calls, rec.failing_mismatch
+    return rec.calls, rec.mismatch
+
+
+def _before_reproduce(message: str, lines: list[str]) -> str:
+    """``lines`` inserted before the message's reproduce line (appended when it has none)."""
+    parts = message.split("\n")
+    at = next((i for i, line in enumerate(parts) if line.lstrip().startswith("reproduce:")), len(parts))
+    return "\n".join([*parts[:at], *lines, *parts[at:]])
+
+
+def _flaky_message(exc: BaseException, failure: BaseException | None, ctx: LawContext) -> str:
+    """The suite's own account of one example that gave two verdicts: both outcomes, what the subject returned
+    each time, and the draws (in place of Hypothesis' "Inconsistent data generation … external state?")."""
+    rec = ctx.recorder
+    first = (str(failure).split("\n", 1)[0] if failure is not None else "failed") or type(failure).__name__
+    drew_differently = isinstance(exc, FlakyStrategyDefinition)
+    second = "drew other values from the same choices" if drew_differently else "passed"
+    lines = [
+        "one example, run twice by Hypothesis, gave two verdicts",
+        f"  first run: failed: {first}",
+        f"  second run: {second}",
+    ]
+    lines.append("  " + _outputs_compared(rec.failing_calls or [], rec.calls))
+    shown = [f"{label}={_short(value)}" for label, value in rec.failing_draws or []]
+    if shown:
+        lines.append("  draws: " + "; ".join(shown))
+    lines.append(f"  {ctx.regime()}")
+    return "\n".join(lines) + f"\nreproduce: {ctx.repro}"
+
+
+def _outputs_compared(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> str:
+    """Whether the subject returned the same bits on the two runs of the example (its recorded calls)."""
+    pairs = [(a, b) for a, b in zip(first, second, strict=False) if "y" in a and "y" in b]
+    if not pairs:
+        return "cause: the subject's outputs were not recorded on both runs"
+    for n, (a, b) in enumerate(pairs, 1):
+        same_in = a["x"].shape == b["x"].shape and torch.equal(a["x"], b["x"])
+        if same_in and not (a["y"].shape == b["y"].shape and torch.equal(a["y"].nan_to_num(), b["y"].nan_to_num())):
+            return (f"cause: the implementation is not deterministic: call {n} got the same input twice and returned "
+                    "different values")  # fmt: skip
+        if not same_in:
+            return f"cause: call {n} got other inputs on the second run: the law's case depends on state"
+    return (
+        "cause: the implementation returned the same bits both times: the verdict depends on state outside the "
+        "example (the law's bound or case, or global state such as torch's RNG or an earlier call's cache)"
+    )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 200 else text[:200] + " …"
 
 
 COUNTEREXAMPLE_FORMAT = "nanolm-verify/counterexample/1"
@@ -373,7 +454,7 @@ def _counterexample(result: LawResult, law: Law, impl: Implementation, rec: Any)
         "cause": result.cause,
         "message": result.message,
         "draws": (rec.failing_draws or []) if law.uses_hypothesis else None,
-        "calls": rec.failing_calls or [],
+        "calls": _failing(rec)[0],
         "versions": {"nanolm-verify": __version__, "torch": torch.__version__, "hypothesis": hypothesis.__version__},
     }
     for attempt in ("all", "without draws", "without tensors"):

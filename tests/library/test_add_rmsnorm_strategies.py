@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from golden.formats import fmt
 from properties.library import strategies as S
 from properties.library.laws.add_rmsnorm import rounded_once
-from tests.library.test_strategies import FIND, reach
+from tests.common.search import FIND, reach
 
 DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
 

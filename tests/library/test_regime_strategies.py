@@ -11,7 +11,7 @@ import torch
 from properties.library import strategies as S
 from properties.library.laws import domain, lifecycle, sequence
 from properties.numerics import bounds
-from tests.library.test_strategies import reach
+from tests.common.search import reach
 
 DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
 

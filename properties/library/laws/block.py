@@ -150,7 +150,7 @@ def block_gradients_pass_gradcheck(impl: Implementation, dtype: DType, device: s
     def f(x: torch.Tensor, *weights: torch.Tensor) -> torch.Tensor:
         return torch.func.functional_call(module, dict(zip(names, weights, strict=True)), (x,))
 
-    gradcheck(f, inputs, component="Block")
+    gradcheck(f, inputs, component="Block", module=module)
 
 
 DEPTH = 4

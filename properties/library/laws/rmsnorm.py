@@ -291,4 +291,4 @@ def rmsnorm_gradients_pass_gradcheck(impl: Implementation, dtype: DType, device:
     def f(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         return torch.func.functional_call(module, {"weight": w}, (x,))
 
-    gradcheck(f, (x, w), component="RMSNorm")
+    gradcheck(f, (x, w), component="RMSNorm", module=module)

@@ -230,7 +230,7 @@ def swiglu_gradients_pass_gradcheck(impl: Implementation, dtype: DType, device: 
     def f(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, wd: torch.Tensor) -> torch.Tensor:
         return torch.func.functional_call(module, dict(zip(NAMES, (wg, wu, wd), strict=True)), (x,))
 
-    gradcheck(f, inputs, component="SwiGLU")
+    gradcheck(f, inputs, component="SwiGLU", module=module)
 
 
 @law("SwiGLU", dtypes=(torch.float32,))
