@@ -321,12 +321,13 @@ def call_pair(
         with torch.set_grad_enabled(grad):
             return module(x, residual)
 
-    context.record_call(component, x, module, residual=residual)
+    entry = context.record_call(component, x, module, residual=residual)  # the exact tensors, for a counterexample
     shape = f"x, residual of shape {tuple(x.shape)}, {x.dtype}, {x.device.type}"
     out = guard(f"{component}.forward({shape})", run, "crash")
     if not (isinstance(out, (tuple, list)) and len(out) == 2 and all(isinstance(t, torch.Tensor) for t in out)):
         got = type(out).__name__ if not isinstance(out, (tuple, list)) else f"{len(out)} values"
         fail(f"{component}.forward returned {got}, not the pair of tensors (y, h)", "contract")
+    context.record_output(entry, out)
     return out[0], out[1]
 
 
