@@ -9,6 +9,7 @@ from properties.library.laws import (  # noqa: F401
     layout,
     lifecycle,
     module,
+    paths,
     rmsnorm,
     sequence,
     stored,
