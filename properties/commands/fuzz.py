@@ -17,6 +17,7 @@ failed, 2 usage error (HypoFuzz not installed, a bad argument).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import os
@@ -30,7 +31,7 @@ from typing import Any
 
 from properties.commands import arguments, check
 from properties.commands.helptext import Formatter, adapters_text
-from properties.running.runner import UsageError, plan
+from properties.running.runner import UsageError
 
 __all__ = ["default_database", "main", "register"]
 
@@ -77,11 +78,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("impl", nargs="?", default=None, help="module, .py path or adapter id")
     p.add_argument("--minutes", type=float, default=10.0, help="length of the campaign (default 10)")
     p.add_argument("--examples", type=int, default=None, metavar="N", help="end once each law ran N examples or failed")
-    p.add_argument("--workers", type=int, default=None, help="fuzzing processes (default: the CPU count)")
-    p.add_argument("--database", default=None, metavar="DIR|URL", help="shared example database")
-    p.add_argument("--only", action="append", default=None, metavar="SEL", help="components, law ids or names")
-    p.add_argument("--dtype", action="append", default=None, help="fp64,fp32,fp16,bf16 (default: all)")
-    p.add_argument("--json", dest="json_path", default=None, metavar="PATH", help="write the report here")
+    arguments.add(p, "workers", "database", "only", "dtype", "json_path")
     p.set_defaults(func=main)
 
 
@@ -90,12 +87,12 @@ def main(args: argparse.Namespace) -> int:
         spec = arguments.implementation(args.impl)
         minutes = arguments.positive(args.minutes, "--minutes")
         examples = None if args.examples is None else arguments.positive(args.examples, "--examples", int)
-        workers = arguments.positive(args.workers or os.cpu_count() or 1, "--workers", int)
-        database = str(args.database or default_database())
-        arguments.database(database)
-        dtypes = arguments.dtypes(args.dtype)
-        arguments.output_file(args.json_path, "--json")
-        laws = sorted({t.law_id for t in plan(profile="dev", only=args.only, dtypes=dtypes, devices=["cpu"])})
+        args.database = args.database or str(default_database())
+        chosen = arguments.selection(args)  # the replay: profile dev, seed 0, on the CPU, with the campaign's database
+        selection = dataclasses.replace(chosen, profile="dev", seed=0, devices=("cpu",))
+        options = arguments.run_options(args, selection.profile)
+        json_path = arguments.output_file(args.json_path, "--json")
+        laws = sorted({t.law_id for t in selection.tasks()})
         if not laws:
             raise UsageError("the selection runs no law")
         if importlib.util.find_spec("hypofuzz") is None:
@@ -103,16 +100,12 @@ def main(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"nanolm-verify fuzz: error: {exc}", file=sys.stderr)
         return 2
+    database, workers = selection.database, options.workers
     budget = f"{examples} examples a law, at most {minutes:g} min" if examples else f"{minutes:g} min"
     print(f"nanolm-verify fuzz: {spec}, {len(laws)} laws, {workers} processes, {budget}; database {database}")
-    _campaign(spec, laws, dtypes, workers, minutes, database, examples)
+    _campaign(spec, laws, list(selection.dtypes or ()), workers, minutes, database, examples)
     print("campaign over: replaying what it found")
-    report = ["check", spec, "--profile", "dev", "--seed", "0", "--database", database, "--device", "cpu"]
-    report += [f"--only={','.join(laws)}"] + (["--dtype", ",".join(dtypes)] if dtypes else [])
-    report += ["--json", args.json_path] if args.json_path else []
-    parser = argparse.ArgumentParser(prog="nanolm-verify")
-    check.register(parser.add_subparsers(dest="command"))
-    return check.main(parser.parse_args(report))
+    return check.execute(spec, dataclasses.replace(selection, only=tuple(laws)), options, json_path=json_path)
 
 
 def _campaign(

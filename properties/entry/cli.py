@@ -51,7 +51,7 @@ exit status:
 
 # Commands that run the subject in worker processes: their fork server starts before the parser's imports
 # (torch, the laws), which it then makes in parallel on another core (properties.running.processes).
-WORKER_COMMANDS = frozenset({"check", "compare", "pitfalls"})
+WORKER_COMMANDS = frozenset({"check", "compare", "pitfalls", "replay", "fuzz"})
 
 
 def build_parser() -> argparse.ArgumentParser:

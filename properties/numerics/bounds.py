@@ -62,7 +62,9 @@ import numpy as np
 import torch
 
 from golden.formats import fmt
+from nanolm_core._checks import upcast_dtype
 from properties.numerics import ulp as _ulp
+from properties.numerics.ulp import as_f64 as _exact  # the one tensor → float64 conversion
 
 __all__ = [
     "LAMBDA",
@@ -188,7 +190,8 @@ class Arithmetic:
                       differs from (ms + eps)^-1/2 by exactly |1 − √(v/v')|, v' = ms + eps' (added to r's error).
     ``weight_offset`` o ≠ 0: the gain is formed as o + (γ − o): γ − o stored (≤ u_t), converted to c (≤ u_c),
                       o added in c (≤ u_c): |γ_eff − γ| ≤ (u_t + u_c + u_t·u_c)·|γ − o| + u_c·|γ_eff|.
-    ``flush``         {"input", "output"}: subnormal values of t among the inputs and weights may be read as 0
+    ``flush``         {storage dtype: {"input", "output"}} (or one set for every dtype): subnormal values of t among
+                      the inputs and weights may be read as 0
                       (error |v|, propagated without linearising the norm's r); an output whose magnitude is below
                       t's smallest normal may be returned as 0 (+ that normal). Flushed results of operations in c
                       ("intermediate") are inside every bound already (tiny_c per operation).
@@ -202,10 +205,16 @@ class Arithmetic:
     accumulation: Mapping[str, str] = dataclasses.field(default_factory=dict)
     eps: Mapping[str, str] = dataclasses.field(default_factory=dict)
     weight_offset: float = 0.0
-    flush: frozenset[str] = frozenset()
+    flush: Mapping[str, frozenset[str]] | frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(self.compute or self.accumulation or self.eps or self.weight_offset or self.flush)
+
+    def flushes(self, storage: Any) -> frozenset[str]:
+        """Where subnormals of storage dtype ``storage`` may be flushed ("input", "output")."""
+        if isinstance(self.flush, Mapping):
+            return frozenset(self.flush.get(fmt(storage).name, ()))
+        return frozenset(self.flush)
 
 
 _ARITHMETIC: contextvars.ContextVar[Arithmetic | None] = contextvars.ContextVar("nanolm_arithmetic", default=None)
@@ -228,13 +237,18 @@ def declared(arithmetic: Arithmetic | None) -> Iterator[Arithmetic]:
 
 
 def compute_dtype(dtype: Any) -> torch.dtype:
-    """c: the declared compute dtype for this storage dtype (:func:`declared`), else fp32 for fp16/bf16 storage
-    and the storage dtype itself otherwise."""
+    """c: the declared compute dtype for this storage dtype (:func:`declared`), else the contract's policy
+    (``nanolm_core._checks.upcast_dtype``: fp32 for fp16/bf16/fp32 storage, fp64 for fp64) — the one policy."""
     f = fmt(dtype)
     named = declared_arithmetic().compute.get(f.name)
-    if named:
-        return fmt(named).dtype
-    return torch.float32 if f.dtype in (torch.float16, torch.bfloat16) else f.dtype
+    return fmt(named).dtype if named else upcast_dtype(f.dtype)
+
+
+def sum_of_squares_limit(D: int, c: Any) -> float:
+    """The largest Σx² of a row of D values that every summation order holds in the compute dtype c:
+    max_c / (1 + D·u_c). Above it an accepted convention overflows (returns 0): ``Bound.overflow``, not judged."""
+    f = fmt(c)
+    return f.max / (1 + D * f.u)
 
 
 def _holds(big: Any, small: Any) -> bool:
@@ -367,7 +381,7 @@ def _given_error(v: np.ndarray, p: _P) -> np.ndarray | None:
     """Error of a given tensor (input, weight, cotangent) as the implementation reads it, under the declaration:
     demoted, rounded to c (u_c·|v| + half c's subnormal spacing; +inf where it overflows c); flushed inputs, |v|
     where v is subnormal in t. None when the declaration reads it exactly (every undeclared bound)."""
-    flush = "input" in p.a.flush
+    flush = "input" in p.a.flushes(p.t)
     if not (p.demoted or flush):
         return None
     av = np.abs(v)
@@ -509,7 +523,7 @@ def _rmsnorm_e(x: _E, w: np.ndarray, eps: float, p: _P) -> tuple[_E, np.ndarray]
         with np.errstate(invalid="ignore"):  # γ = inf (a vacuous sum bound) × ρ = 0: NaN, judged as inf below
             rel_r.append(0.5 * g * rho + 0.5 * under + 0.5 * p.uc * (2 - rho) + 2 * p.uc)
     eps2 = _eps_dtype(eps, p)  # declared: the implementation adds eps' = fl(eps) instead of eps
-    flush = "input" in p.a.flush  # declared: errors of x may be as large as x (not linearised)
+    flush = "input" in p.a.flushes(p.t)  # declared: errors of x may be as large as x (not linearised)
     e_gain = _gain_error(w, p)
     with np.errstate(all="ignore"):
         y = xv * r * w
@@ -532,7 +546,7 @@ def _rmsnorm_e(x: _E, w: np.ndarray, eps: float, p: _P) -> tuple[_E, np.ndarray]
                 rel_hi = rel * (1 + dr / r)
                 total = prop + (rel_hi + 2 * p.uc) * (ay + prop) + extra
             out.append(np.nan_to_num(total, nan=np.inf))
-    overflow = (S * (1 + D * p.uc) > fmt(p.c).max)[..., 0]  # Σx² overflows c: an accepted convention returns 0
+    overflow = (S > sum_of_squares_limit(D, p.c))[..., 0]  # Σx² overflows c: an accepted convention returns 0
     return _E(y, out[0], out[1]), overflow
 
 
@@ -590,7 +604,7 @@ def _finish(
             spacing_y = _ulp.ulp(y.v, p.t)
             ab = delta + 0.5 * spacing_out  # (½·2^-1074 underflows to 0 in float64: ulps is computed apart)
             ulps = delta / spacing_y + 0.5 * (spacing_out / spacing_y)
-            if "output" in p.a.flush:  # declared: a result below t's smallest normal may be returned as 0
+            if "output" in p.a.flushes(p.t):  # declared: a result below t's smallest normal may be returned as 0
                 normal = fmt(p.t).smallest_normal
                 flushed = np.where(np.abs(y.v) - delta < normal, normal, 0.0)
                 ab, ulps = ab + flushed, ulps + flushed / spacing_y
@@ -600,16 +614,11 @@ def _finish(
 
     ab, ulps = total(y.ea)
     pw, _ = total(y.ep)
-    mx = float(np.max(ulps[np.isfinite(ulps)])) if np.isfinite(ulps).any() else float("inf")
-    formula = f"{formula_core} = max {mx:.4g} ULP ({accuracy_class(mx)}) [{component}, {p.name}, {shape_note}]"
+    # no "max … ULP" over the elements here: the message gives the bound at the element it judges (a maximum,
+    # e.g. a zero row's, would contradict it); Bound.max_ulps / accuracy keep it
+    formula = f"{formula_core} [{component}, {p.name}, {shape_note}]"
     ov = None if overflow is None else np.broadcast_to(np.asarray(overflow, dtype=bool), ab.shape).copy()
     return Bound(ab, ulps, formula, component, p.t, ov, pw)
-
-
-def _exact(t: Any) -> np.ndarray:
-    if isinstance(t, torch.Tensor):
-        return t.detach().to("cpu", torch.float64).numpy()
-    return np.asarray(t, dtype=np.float64)
 
 
 def _row_overflow(vals: list[np.ndarray], p: _P, rows: tuple[int, ...]) -> np.ndarray:

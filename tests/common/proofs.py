@@ -5,7 +5,7 @@ check fails on a wrong implementation that merely crashes."""
 
 from __future__ import annotations
 
-from properties.commands.teach import Demo
+from properties.commands.results import Demo
 
 __all__ = ["assert_caught"]
 
