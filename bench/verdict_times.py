@@ -20,6 +20,7 @@ import sys
 import time
 
 from properties.commands import teach
+from properties.running.session import RunOptions
 
 BUDGET = 60.0  # seconds per law verdict in the ci profile (issue: bounded time to a failing verdict)
 
@@ -30,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="ci")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    km = teach.kill_matrix(args.profile, "cpu", args.workers)
+    km = teach.kill_matrix(args.profile, "cpu", RunOptions.of(args.profile, workers=args.workers))
     wall = time.perf_counter() - start
     times, over, missed, pending = [], [], [], []
     for name, demo in km.demos.items():

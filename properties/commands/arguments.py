@@ -1,8 +1,12 @@
-"""Command-line arguments, validated before any work starts: each check raises ``UsageError`` with one line that
-names the argument, what is wrong with it and the fix (the commands print it and exit 2, no traceback)."""
+"""Command-line arguments: each option declared once (one flag, one default, one help text for every command that
+has it: ``add``, ``add_selection``, ``add_run_options``) and validated before any work starts into the session's
+``Selection`` and ``RunOptions``. Each check raises ``UsageError`` with one line that names the argument, what is
+wrong with it and the fix (the commands print it and exit 2, no traceback)."""
 
 from __future__ import annotations
 
+import argparse
+import functools
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -10,13 +14,21 @@ from pathlib import Path
 from typing import Any
 
 from golden.formats import NAMES, fmt
+from properties.library.subject import COMPONENTS
 from properties.running import databases as _databases
 from properties.running import devices as _devices
+from properties.running import expectations as _expectations
+from properties.running import profiles
 from properties.running.loading import resolve_spec
 from properties.running.runner import UsageError
+from properties.running.session import RunOptions, Selection
 
 __all__ = [
+    "OPTIONS",
     "UsageError",
+    "add",
+    "add_run_options",
+    "add_selection",
     "devices",
     "dtypes",
     "implementation",
@@ -24,6 +36,8 @@ __all__ = [
     "output_dir",
     "output_file",
     "positive",
+    "run_options",
+    "selection",
     "threads",
 ]
 
@@ -171,3 +185,135 @@ def input_json(value: str, name: str, required: Iterable[str] = (), schema: str 
     if missing:
         raise UsageError(f"{name} {path}: lacks {', '.join(missing)} (truncated or foreign?)")
     return doc
+
+
+# ---------------------------------------------------------------------------------------------- declared once
+
+_TIMEOUTS = ", ".join(f"{p.name} {p.timeout:g} s" for p in profiles.PROFILES.values())
+
+# dest → (flags, argparse keywords): every command that has an option declares it from here.
+OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
+    "profile": (("--profile",), dict(
+        default=None, choices=list(profiles.PROFILES),
+        help=f"budget: ci (fast, derandomized), dev, thorough (default: ${profiles.ENV_VAR}, else "
+        f"{profiles.DEFAULT_PROFILE})",
+    )),
+    "only": (("--only",), dict(
+        action="append", default=None, metavar="SEL",
+        help=f"components ({', '.join(COMPONENTS)}), law ids or names; repeatable, comma-separated (default: all)",
+    )),
+    "dtype": (("--dtype",), dict(
+        action="append", default=None, metavar="DT", help=f"{','.join(NAMES)}; repeatable (default: all)"
+    )),
+    "device": (("--device",), dict(
+        action="append", default=None, metavar="DEV",
+        help="cpu, cuda, cuda:1, mps, … (comma-separated), auto (cpu + accelerators) or all (default: auto)",
+    )),
+    "allow_skips": (("--allow-skips",), dict(
+        action="store_true", help="report a device this machine lacks as skipped (default: a usage error)"
+    )),
+    "seed": (("--seed",), dict(
+        type=int, default=None, metavar="N", help="Hypothesis seed (default: derandomized in ci, random otherwise)"
+    )),
+    "database": (("--database",), dict(
+        default=None, metavar="DIR|URL",
+        help="shared example database, replayed first: a directory or redis://HOST:PORT (default: none)",
+    )),
+    "workers": (("--workers",), dict(
+        type=int, default=None, metavar="N",
+        help="worker processes running the laws (default: one per CPU, at most one per 4 GiB of memory)",
+    )),
+    "threads": (("--threads",), dict(
+        type=int, default=1, metavar="N",
+        help="torch CPU threads per worker (default: 1; small tensors, threads only add contention)",
+    )),
+    "timeout": (("--timeout",), dict(
+        type=float, default=None, metavar="S", help=f"per-law time limit (default: the profile's: {_TIMEOUTS})"
+    )),
+    "memory_limit": (("--memory-limit",), dict(
+        type=float, default=None, metavar="GB",
+        help="memory cap per worker, GiB (default: 90 %% of the memory, shared by the workers)",
+    )),
+    "expectations": (("--expectations",), dict(
+        action="append", default=[], metavar="FILE",
+        help="your xfail/skip entries (format: properties/running/expectations.py), applied before the "
+        "implementation's shipped file; repeatable",
+    )),
+    "no_expectations": (("--no-expectations",), dict(
+        action="store_true", help="ignore the implementations' shipped expectation files "
+        "(properties/expectations/<id>.txt)",
+    )),
+    "quiet": (("-q", "--quiet"), dict(action="store_true", help="no progress line; failures in one line each")),
+    "json_path": (("--json",), dict(default=None, metavar="PATH", help="write the JSON report here")),
+}  # fmt: skip
+
+
+def add(parser: Any, *names: str) -> None:
+    """Declare the options ``names`` (keys of OPTIONS) on ``parser`` or an argument group."""
+    for name in names:
+        flags, keywords = OPTIONS[name]
+        parser.add_argument(*flags, dest=name, **keywords)
+
+
+def add_selection(parser: argparse.ArgumentParser, *, laws: bool = True) -> Any:
+    """The group "what to run": profile, (``laws``: --only, --dtype), device(s), seed → the group."""
+    example = "example: --only RMSNorm,swiglu_matches_golden --dtype bf16" if laws else "example: --device cpu"
+    group = parser.add_argument_group("what to run", example)
+    add(group, "profile", *(("only", "dtype") if laws else ()), "device", "allow_skips", "seed")
+    return group
+
+
+def add_run_options(parser: argparse.ArgumentParser, *, database: bool = True) -> Any:
+    """The group "how to run": workers, threads, time limit, memory cap (and an example database) → the group."""
+    group = parser.add_argument_group("how to run", "example: --workers 1 --timeout 120 --memory-limit 4")
+    add(group, "workers", "threads", "timeout", "memory_limit", *(("database",) if database else ()))
+    return group
+
+
+def add_expectations(parser: argparse.ArgumentParser) -> Any:
+    """The group "expectations": the user's files, and leaving the shipped ones out → the group."""
+    group = parser.add_argument_group("expectations", "example: --expectations my-known-failures.txt")
+    add(group, "expectations", "no_expectations")
+    return group
+
+
+def selection(args: argparse.Namespace, *, laws: bool = True) -> Selection:
+    """The session's Selection from the options ``add_selection`` (and ``add_expectations``) declared, validated;
+    ``laws``: the selection must run at least one law."""
+    get = functools.partial(getattr, args)
+    only = [s.strip() for item in get("only", None) or () for s in item.split(",") if s.strip()]
+    chosen = Selection(
+        profile=profiles.resolve(get("profile", None)).name,
+        devices=tuple(devices(",".join(get("device", None) or ["auto"]), get("allow_skips", False))),
+        dtypes=tuple(dtypes(get("dtype", None)) or ()) or None,
+        only=tuple(only) or None,
+        seed=get("seed", None),
+        database=database(get("database")) if get("database", None) is not None else None,
+        expectations=tuple(get("expectations", ())),
+        shipped_expectations=not get("no_expectations", False),
+    )
+    for path in chosen.expectations:
+        expectations_file(path)
+    if laws and not chosen.tasks():  # (an unknown --only is a UsageError here)
+        raise UsageError("the selection runs no law: no selected law is defined for the selected dtypes")
+    return chosen
+
+
+def run_options(args: argparse.Namespace, profile: str) -> RunOptions:
+    """The session's RunOptions from the options ``add_run_options`` declared, validated, defaults filled in."""
+    workers, timeout, memory = (getattr(args, name, None) for name in ("workers", "timeout", "memory_limit"))
+    return RunOptions.of(
+        profile,
+        workers=positive(workers, "--workers", int) if workers is not None else None,
+        timeout=positive(timeout, "--timeout") if timeout is not None else None,
+        memory_gib=positive(memory, "--memory-limit") if memory is not None else None,
+        threads=threads(getattr(args, "threads", 1)),
+    )
+
+
+def expectations_file(path: str) -> None:
+    """``--expectations FILE``: readable and well-formed (its first bad line is the error)."""
+    try:
+        _expectations.read(path)
+    except _expectations.ExpectationError as exc:
+        raise UsageError(f"--expectations {exc}") from None

@@ -2,9 +2,9 @@
 
 ``check`` writes a counterexample file (.pt) for every failed law (beside ``--json``, or under
 ``--artifacts DIR``). It holds the law, dtype, device, implementation and the values the law drew for the
-failing example; replay runs that law once on exactly those values, in this process, and prints the
-verdict the way ``check`` does. The file also keeps the input and weights passed to the implementation,
-for a person to load::
+failing example; replay runs that law once on exactly those values, in a worker process (the run session, as
+``check`` runs it), and prints the verdict the way ``check`` does. The file also keeps the input and weights
+passed to the implementation, for a person to load::
 
     import torch
     case = torch.load("RMSNorm.rmsnorm_matches_golden-fp32-cpu.pt", weights_only=False)
@@ -19,11 +19,12 @@ import argparse
 import sys
 from typing import Any
 
-from properties.commands.check import failure_text
 from properties.commands.helptext import Formatter
-from properties.running.loading import ImplementationError, load
+from properties.commands.render.text import failure_text
+from properties.running.loading import ImplementationError
 from properties.running.profiles import PROFILES
-from properties.running.runner import LAWS, load_counterexample, run_law
+from properties.running.runner import LAWS, Task, load_counterexample
+from properties.running.session import RunOptions, Session
 
 __all__ = ["main", "register"]
 
@@ -47,7 +48,7 @@ def register(subparsers: Any) -> None:
         help="re-run one failure exactly, from its counterexample file",
         description="Re-run one failure exactly, from its counterexample file (.pt): check\n"
         "writes one per failed law beside --json (or under --artifacts DIR). The law\n"
-        "runs once on the very values it drew, in this process, and the verdict is\n"
+        "runs once on the very values it drew, in a worker process, and the verdict is\n"
         "printed as check prints it. The file is a pickle: replay only files you trust.",
         epilog=EPILOG,
         formatter_class=Formatter,
@@ -78,22 +79,21 @@ def main(args: argparse.Namespace) -> int:
     if law.uses_hypothesis and not case.get("draws"):
         return _usage(f"FILE holds no replayable draws ({case.get('note', 'none were recorded')})")
     spec = args.impl or case["implementation"]
-    try:
-        impl = load(spec)
-    except ImplementationError as exc:
-        return _usage(f"--impl: {exc}" if args.impl else str(exc))
-    print(f"replaying {law.id} [{case['dtype']}, {case['device']}]\n  implementation {impl.spec}\n  file {args.file}")
-    result = run_law(
-        law,
-        impl,
-        dtype=case["dtype"],
-        device=case["device"],
-        profile=case["profile"] if case["profile"] in PROFILES else "ci",
-        seed=case["seed"],
-        replay=case["draws"] if law.uses_hypothesis else None,
-    )
+    profile = case["profile"] if case["profile"] in PROFILES else "ci"
+    draws = tuple(tuple(d) for d in case["draws"]) if law.uses_hypothesis else None
+    task = Task(law.id, law.component, case["dtype"], case["device"], profile, case["seed"], law.summary, replay=draws)
+    with Session(RunOptions.of(profile, workers=1)) as session:  # the subject runs in a worker, as in check
+        try:
+            info = session.subject(spec)
+        except ImplementationError as exc:
+            return _usage(f"--impl: {exc}" if args.impl else str(exc))
+        print(f"replaying {law.id} [{task.dtype}, {task.device}]\n  implementation {info.spec}\n  file {args.file}")
+        results = session.results(spec, [task])
+    if session.interrupted:
+        return 128 + session.interrupted
+    [result] = results
     if result.status == "passed":
-        print(f"passed: the case no longer fails against {impl.spec}")
+        print(f"passed: the case no longer fails against {info.spec}")
         return 0
     if result.status == "skipped":
         return _usage(f"cannot replay here: {result.message}")

@@ -26,8 +26,9 @@ SUBCOMMANDS = (
 
 
 DESCRIPTION = """\
-Property-based numerical verification of RMSNorm, SwiGLU and a pre-norm Block:
-laws checked against an exact (golden) oracle and derived error bounds."""
+Property-based numerical verification of RMSNorm, SwiGLU, a pre-norm Block
+and the residual add + norm (AddRMSNorm): laws checked against an exact
+(golden) oracle and derived error bounds."""
 
 EPILOG = """\
 examples:
@@ -51,7 +52,7 @@ exit status:
 
 # Commands that run the subject in worker processes: their fork server starts before the parser's imports
 # (torch, the laws), which it then makes in parallel on another core (properties.running.processes).
-WORKER_COMMANDS = frozenset({"check", "compare", "pitfalls"})
+WORKER_COMMANDS = frozenset({"check", "compare", "pitfalls", "replay", "fuzz"})
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -23,8 +23,11 @@ them). The kill matrix (``tests/commands/test_kill_matrix.py``, rendered in docs
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 import re
+from pathlib import Path
 from types import ModuleType
 from typing import NamedTuple
 
@@ -62,7 +65,9 @@ class Pitfall(NamedTuple):
 
     @property
     def docstring(self) -> str:
-        return importlib.import_module(self.module).__doc__ or ""
+        """The module's docstring, read from its source: the wrong implementation is not imported (run session)."""
+        path = self.module if self.module.endswith(".py") else importlib.util.find_spec(self.module).origin
+        return ast.get_docstring(ast.parse(Path(path).read_text(encoding="utf-8")), clean=False) or ""
 
     @property
     def evidence(self) -> tuple[str, ...]:
@@ -203,6 +208,54 @@ PITFALLS: dict[str, Pitfall] = dict([
     # Regimes of real kernels: RMSNorm's domain (rows up to the overflow threshold of Σx²).
     _entry("rmsnorm_half_variance", "RMSNorm.rmsnorm_is_exact_up_to_the_overflow_threshold", "fp16", REAL,
            "the variance kept in fp16: zeros above an RMS of 256"),
+    # Call protocols: every way a framework calls a module (properties/library/protocols.py), one entry each.
+    _entry("rmsnorm_training_path_unbiased", "RMSNorm.rmsnorm_matches_golden", "fp32", TEST,
+           "the training kernel divides Σx² by D − 1 (protocol: train)"),
+    _entry("block_decode_path_in_prefill", "Block.block_matches_golden", "fp32", TEST,
+           "inference_mode takes a decode path without the mask (protocol: inference_mode)"),
+    _entry("rmsnorm_inference_kernel_kept", "RMSNorm.rmsnorm_gradients_match_golden", "fp32", REAL,
+           "kernel picked at a first inference_mode call, kept for training (protocol: modes switched)"),
+    _entry("rmsnorm_reused_output_buffer", "RMSNorm.rmsnorm_matches_golden", "fp32", REAL,
+           "every output written into one buffer per module (protocol: held outputs)"),
+    _entry("swiglu_fused_cache_by_shape", "SwiGLU.swiglu_matches_golden", "fp32", TEST,
+           "fused gate/up cache keyed by shape, shared by instances (protocol: alternated)"),
+    _entry("rmsnorm_weight_captured_at_init", "RMSNorm.rmsnorm_matches_golden", "fp32", TEST,
+           "kernel bound to the γ object of construction (protocol: tied weights)"),
+    _entry("rmsnorm_upcast_decided_once", "RMSNorm.rmsnorm_matches_golden", "bf16", TEST,
+           "upcast decided at the first call, before .to(bf16) (protocol: moved after load)"),
+    _entry("rmsnorm_grad_reset_in_forward", "RMSNorm.rmsnorm_gradients_match_golden", "fp32", REAL,
+           "the forward resets γ's .grad: accumulation keeps one micro-batch (protocol: accumulated)"),
+    _entry("rmsnorm_saved_on_module", "RMSNorm.rmsnorm_gradients_match_golden", "fp32", TEST,
+           "backward state kept on the module, overwritten by the next forward (protocol: forwards between)"),
+    _entry("rmsnorm_dy_assumed_contiguous", "RMSNorm.rmsnorm_gradients_match_golden", "fp32", REAL,
+           "backward walks dy as a dense array (protocol: cotangent: sum)"),
+    _entry("rmsnorm_broadcast_dy_fast_path", "RMSNorm.rmsnorm_gradients_match_golden", "fp32", TEST,
+           "a row-broadcast dy taken for a broadcast x (protocol: cotangent: row)"),
+    _entry("rmsnorm_dy_unit_column_stride", "RMSNorm.rmsnorm_gradients_match_golden", "fp32", REAL,
+           "backward honours dy's row stride, assumes unit columns (protocol: cotangent: transposed)"),
+    _entry("rmsnorm_dy_row_pitch", "RMSNorm.rmsnorm_gradients_match_golden", "fp32", REAL,
+           "backward checks dy.stride(−1) only, reads rows at pitch D (protocol: cotangent: strided)"),
+    _entry("rmsnorm_frozen_gamma_skips_term", "RMSNorm.rmsnorm_gradients_match_golden", "fp32", TEST,
+           "with γ frozen the backward skips a term of dx (protocol: partial)"),
+    _entry("rmsnorm_cast_cached_without_grad", "RMSNorm.rmsnorm_gradients_match_golden", "bf16", TEST,
+           "γ cast cached by a no_grad call, reused detached (protocol: checkpoint (reentrant))"),
+    # Sizes where kernels switch code path (laws/paths.py, the long reach, extreme logits, 16-bit backward).
+    _entry("rmsnorm_grid_rows_capped", "RMSNorm.rmsnorm_matches_golden_at_code_path_sizes", "fp32", REAL,
+           "one program per row on a grid capped at 65,535: later rows never written"),
+    _entry("swiglu_grid_rows_per_program", "SwiGLU.swiglu_matches_golden_at_code_path_sizes", "fp32", REAL,
+           "2 rows per program, 65,535 programs: rows past 131,070 never written"),
+    _entry("rmsnorm_row_block_tail", "RMSNorm.rmsnorm_matches_golden_at_code_path_sizes", "fp32", REAL,
+           "≥ 4,096 narrow rows in blocks of 8: the partial last block skipped"),
+    _entry("rmsnorm_single_element_tail", "RMSNorm.rmsnorm_matches_golden_at_code_path_sizes", "fp32", REAL,
+           "Σx² in blocks of 512 drops a one-element tail (D = 2^k + 1)"),
+    _entry("attention_grid_batch_heads_capped", "Block.block_matches_golden_at_code_path_sizes", "fp32", REAL,
+           "one attention program per (sequence, head), 65,535 at most"),
+    _entry("attention_chunk_restart", "Block.block_every_earlier_token_reaches_the_last", "fp32", REAL,
+           "prefill chunks of 4,096 tokens blind to earlier chunks"),
+    _entry("softmax_without_max", "Block.block_matches_golden", "fp32", REAL,
+           "softmax as exp(s)/Σexp(s): NaN at logits of ±4096"),
+    _entry("attention_backward_exp_in_half", "Block.block_jacobian_is_identity_plus_branch", "fp16", REAL,
+           "the backward recomputes exp(s) in fp16: NaN at logits past 11"),
     # The module as a whole.
     _entry("threads_at_import", "Module.module_import_leaves_torch_state_unchanged", "fp32", REAL,
            "torch's thread count changed at import"),
@@ -226,6 +279,21 @@ PITFALLS: dict[str, Pitfall] = dict([
            "the accelerator kernel approximates SiLU", pending=_NEEDS_ACCELERATOR),
     _entry("block_device_shortcut", "Block.block_agrees_with_the_cpu", "fp32", REAL,
            "the accelerator kernel skips the FFN residual", pending=_NEEDS_ACCELERATOR),
+    # AddRMSNorm: the residual add and the next norm (one fused kernel in serving stacks).
+    _entry("add_norm_normalized_stream", "AddRMSNorm.add_rmsnorm_matches_golden", "fp32", COURSE,
+           "the normalised value put back on the stream"),
+    _entry("add_norm_stale_residual", "AddRMSNorm.add_rmsnorm_sum_is_rounded_once", "bf16", TEST,
+           "the residual copied before the in-place kernel ran"),
+    _entry("add_norm_residual_fp32", "AddRMSNorm.add_rmsnorm_preserves_shape_dtype_device", "bf16", TEST,
+           "the updated residual returned in fp32"),
+    _entry("add_norm_half_sum_of_squares", "AddRMSNorm.add_rmsnorm_matches_stored_golden", "bf16", REAL,
+           "Σh² accumulated in bf16"),
+    _entry("add_norm_reads_branch", "AddRMSNorm.add_rmsnorm_normalizes_the_sum_it_returns", "fp32", REAL,
+           "the norm reads x instead of x + residual"),
+    _entry("add_norm_in_place", "AddRMSNorm.add_rmsnorm_outputs_are_new_tensors", "fp32", REAL,
+           "in-place add and norm: fp32's .float() is no copy"),
+    _entry("add_norm_stream_gradient_dropped", "AddRMSNorm.add_rmsnorm_gradients_match_golden", "fp32", TEST,
+           "d(residual) without the stream's own gradient"),
 ])
 # fmt: on
 

@@ -47,9 +47,12 @@ __all__ = [
     "jsonable",
     "measure",
     "open_context",
+    "record_build",
     "record_call",
     "record_error",
     "record_headroom",
+    "record_mismatch",
+    "record_output",
 ]
 
 CAUSES = ("law", "contract", "crash", "timeout")
@@ -106,6 +109,9 @@ class Recorder:
     calls: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # what this example passed the subject
     failing_draws: list[tuple[str | None, Any]] | None = None  # the draws and calls of the latest failing example
     failing_calls: list[dict[str, Any]] | None = None
+    mismatch: dict[str, Any] | None = None  # this example's failed comparison: what, actual values, worst index
+    failing_mismatch: dict[str, Any] | None = None
+    modules: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)  # id(module) → how it was built
     measurements: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def begin_example(self) -> None:
@@ -113,6 +119,7 @@ class Recorder:
         self.examples += 1
         self.current_input = {}
         self.draws, self.calls = [], []
+        self.mismatch, self.modules = None, {}
 
     def end_example(self) -> None:
         """Close the current example's headroom (the max over its comparisons) into ``headrooms``."""
@@ -132,6 +139,7 @@ class Recorder:
             self.first_failure = self.examples
         self.failing_input = dict(self.current_input)
         self.failing_draws, self.failing_calls = list(self.draws), list(self.calls)
+        self.failing_mismatch = self.mismatch
         self.last_failure = failure
 
 
@@ -217,19 +225,59 @@ def record_headroom(headroom: float, **bound: Any) -> None:
         rec.example_headroom = float(headroom)
 
 
-_CALLS_KEPT = 4  # calls of one example whose tensors a counterexample file keeps
+_CALLS_KEPT = 4  # calls of one example whose tensors a counterexample file keeps: the first three and the latest
+_STORAGE_KEPT = 1 << 20  # elements of a strided input's storage kept (the layouts' buffers are small)
 
 
-def record_call(component: str, x: torch.Tensor, module: Any) -> None:
-    """Keep copies of the input and the weights the harness passes the subject (for counterexample files)."""
+def record_build(module: Any, component: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Remember how the harness built ``module`` (its constructor arguments) for the calls recorded on it."""
     ctx = _CONTEXT.get()
-    if ctx is None or len(ctx.recorder.calls) >= _CALLS_KEPT:
-        return
+    if ctx is not None:
+        rec = ctx.recorder
+        rec.modules[id(module)] = {"component": component, "args": args, "kwargs": dict(kwargs), "n": len(rec.modules)}
+
+
+def record_call(component: str, x: torch.Tensor, module: Any, **inputs: torch.Tensor) -> dict[str, Any] | None:
+    """Keep copies of the input (and further named ``inputs``: AddRMSNorm's residual) and the weights the harness
+    passes the subject, how the module was built and, for an input that is a view, its layout and storage (for
+    counterexample files and the diagnosis of a failure). Returns the record (``record_output`` adds the result to
+    it), None outside a run."""
+    ctx = _CONTEXT.get()
+    if ctx is None:
+        return None
     try:
         state = {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items() if torch.is_tensor(v)}
     except Exception:  # the subject's state_dict is its own business: the law reports what the subject does
         state = {}
-    ctx.recorder.calls.append({"component": component, "x": x.detach().to("cpu", copy=True), "state": state})
+    kept = {name: t.detach().to("cpu", copy=True) for name, t in {"x": x, **inputs}.items()}
+    entry: dict[str, Any] = {"component": component, **kept, "state": state}
+    built = ctx.recorder.modules.get(id(module))
+    if built is not None:
+        entry.update(args=built["args"], kwargs=built["kwargs"], module=built["n"])
+    if not x.is_contiguous() and x.untyped_storage().nbytes() <= _STORAGE_KEPT * x.element_size():
+        n = x.untyped_storage().nbytes() // x.element_size()
+        whole = torch.as_strided(x.detach(), (n,), (1,), 0).to("cpu", copy=True)  # every element of the storage
+        entry["layout"] = {"stride": tuple(x.stride()), "offset": x.storage_offset(), "storage": whole}
+    calls = ctx.recorder.calls
+    if len(calls) >= _CALLS_KEPT:
+        calls.pop()  # the latest call replaces the previous latest: the failing call is the last one made
+    calls.append(entry)
+    return entry
+
+
+def record_output(entry: dict[str, Any] | None, y: Any) -> None:
+    """Add a copy of the subject's result to its recorded call (``record_call``)."""
+    if entry is not None and isinstance(y, torch.Tensor):
+        entry["y"] = y.detach().to("cpu", copy=True)
+    elif entry is not None and isinstance(y, (tuple, list)) and all(isinstance(t, torch.Tensor) for t in y):
+        entry["outputs"] = tuple(t.detach().to("cpu", copy=True) for t in y)  # AddRMSNorm's (y, h)
+
+
+def record_mismatch(what: str, actual: Any, index: tuple[int, ...]) -> None:
+    """Remember the comparison that failed in this example: its name, the values compared and the worst index."""
+    ctx = _CONTEXT.get()
+    if ctx is not None:
+        ctx.recorder.mismatch = {"what": what, "actual": actual, "index": index}
 
 
 def count_examples(n: int) -> None:

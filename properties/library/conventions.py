@@ -12,6 +12,10 @@ keys share that dictionary:
     eps_placement     "inside" (x / √(ms + eps), the contract) or "outside" (x / (√ms + eps))
     flush_subnormals  where subnormals are flushed to zero: any of "input", "output", "intermediate"
                       (``True``: all three, ``False``: none)
+    batch_invariant   ``True``: a row's result never depends on how many rows share the call (the
+                      ``*_is_batch_invariant`` laws require it, bitwise); ``False``: it may (they measure and report
+                      it); undeclared: RMSNorm must be on the CPU, SwiGLU and Block are measured (CPU GEMMs pick
+                      their kernel by the row count: ``nn.Linear`` is not batch-invariant, the reference included)
     weight_offset     the library multiplies by (offset + w_stored): 0.0 (none) or 1.0 (Gemma's 1 + w)
     roundings         roundings to the storage dtype in the final product: 1 (fl(x·r·w), torch, Gemma) or 2
                       (fl(fl(x·r)·w), HF Llama)
@@ -19,21 +23,29 @@ keys share that dictionary:
                       "compensated", "tree" or "any"
     accumulation_dtype the dtype the reduction accumulates in ("fp32", … or "compute")
     rope_layout       "rotate-half" (the contract) or "interleaved" (Block)
+    norm_input        AddRMSNorm: what its norm reads — "rounded" (h = x + r rounded to the input dtype, the unfused
+                      order: vLLM, Liger) or "sum" (the unrounded sum in the compute dtype: fused fp32 kernels)
     dtypes            the input dtypes the implementation supports (others: skipped as "dtype not supported")
     eps_default       float: the library's own default eps (the suite always passes the contract's eps)
+
+  ``compute_dtype``, ``eps_dtype``, ``accumulation_dtype``, ``flush_subnormals`` and ``batch_invariant`` also take
+  one value per input dtype, ``{"bf16": ["input"], "fp16": ["input"]}`` (unnamed dtypes: undeclared), for a
+  library that behaves so in some dtypes only (tinygrad's emulated bf16 flushes subnormals, its fp32 does not).
 
 * **descriptions** — free text printed beside the measurements: ``formula``, ``rounding``, ``compute``,
   ``weight_mapping``, ``attention``, ``rope``, ``backward``, ``source``, ``notes``.
 
 Any other key is an error (a misspelt declaration must not be silently ignored): :func:`parse` raises
-:class:`ConventionError` naming the component, the key and the known keys.
+:class:`ConventionError` naming the component, the key and the known keys; a typed key given free text says which
+description key takes it (``compute_dtype: "fp32 for the norm"`` → put the sentence under ``compute``).
 
 **How the laws honour a declaration** (the runner hands the running law's component declaration to its context):
 
 * in the bound — the numeric ones, modelled exactly, so a declared implementation keeps a real verdict at the
   declared precision (:meth:`Conventions.arithmetic` → ``properties.numerics.bounds.Arithmetic``):
   ``compute_dtype`` (where it departs from the reference's), ``accumulation_dtype``, ``eps_dtype``,
-  ``weight_offset``, ``flush_subnormals`` ("input", "output");
+  ``weight_offset``, ``flush_subnormals`` ("input", "output"), ``norm_input`` (AddRMSNorm: the error of the sum its
+  norm reads — undeclared, the larger of the two orders);
 * already inside every bound, the declaration is only reported: ``roundings`` 2 (HF Llama's order),
   ``reduction`` (every bound is any-order sound), ``flush_subnormals`` "intermediate" (tiny_c per operation);
 * by the harness: ``rope_layout: "interleaved"`` — the Block is handed W_q, W_k with each head's rows permuted
@@ -42,6 +54,8 @@ Any other key is an error (a misspelt declaration must not be silently ignored):
   status "xfailed", the declaration as the reason, the measurement kept): today a fp64 gradcheck of a component
   that declares fp64 computed in a narrower dtype (finite differences need fp64 arithmetic);
 * ``dtypes``: the runner skips the other input dtypes ("dtype not supported", the declaration as reason);
+* ``batch_invariant``: the batch-invariance laws require bitwise equality or measure it (:meth:`Conventions.
+  batch_invariance`);
 * not honoured (reported only): ``eps_placement`` "outside" is another function; ``eps_default`` (the suite
   always passes the contract's eps).
 """
@@ -60,6 +74,7 @@ from properties.numerics.bounds import Arithmetic
 __all__ = [
     "DESCRIPTIONS",
     "KEYS",
+    "NORM_INPUTS",
     "NOT_MODELLED",
     "ConventionError",
     "Conventions",
@@ -80,15 +95,24 @@ KEYS = (
     "reduction",
     "accumulation_dtype",
     "rope_layout",
+    "norm_input",
     "dtypes",
     "eps_default",
+    "batch_invariant",
     *DESCRIPTIONS,
 )
+NORM_INPUTS = ("rounded", "sum")  # AddRMSNorm: the norm reads the rounded h, or the unrounded sum
+# The description key that takes the free text a typed key was given (ConventionError says so).
+_FREE_TEXT = {"compute_dtype": "compute", "accumulation_dtype": "compute", "roundings": "rounding",
+              "rope_layout": "rope", "weight_offset": "weight_mapping", "reduction": "compute"}  # fmt: skip
+# Keys whose bound terms the bounds model (Conventions.arithmetic): the ones a run can find it did not need.
+NUMERIC = ("compute_dtype", "accumulation_dtype", "eps_dtype", "weight_offset", "flush_subnormals")
 _CONTRACT = {"eps_placement": "inside", "weight_offset": 0.0, "roundings": 1, "rope_layout": "rotate-half"}
 # The reference's compute dtype per input dtype (DESIGN: RMSNorm upcasts 16-bit input to fp32; SwiGLU and the
 # Block's projections run in the module dtype, their matmuls accumulating in fp32).
 _DEFAULT_COMPUTE = {
     "RMSNorm": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp32", "bf16": "fp32"},
+    "AddRMSNorm": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp32", "bf16": "fp32"},
     "SwiGLU": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp16", "bf16": "bf16"},
     "Block": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp16", "bf16": "bf16"},
 }
@@ -100,11 +124,20 @@ NOT_MODELLED = {
     "gradients_pass_gradcheck": "fp64 finite-difference gradcheck needs fp64 arithmetic",
     "is_identity_when_branches_are_zeroed": "the exact identity holds where the residual stays in the input dtype; "
     "computed in the narrower dtype it rounds x (and v)",
+    "sum_is_rounded_once": "x + r computed in the narrower dtype is rounded twice (to it, then stored)",
 }
 
 
 class ConventionError(ValueError):
     """A CONVENTIONS declaration that cannot be understood (names the component and the key)."""
+
+
+PerDtype = Mapping[str, Any]  # {input dtype name: value} (a declaration for some input dtypes only)
+
+
+def _at(value: Any, name: str) -> Any:
+    """A declaration's value for input dtype ``name``: its entry when declared per dtype, else the value itself."""
+    return value.get(name) if isinstance(value, Mapping) else value
 
 
 def _dtype(value: Any, where: str, extra: tuple[str, ...] = ()) -> str:
@@ -130,16 +163,18 @@ class Conventions:
 
     component: str = ""
     compute_dtype: Mapping[str, str] = dataclasses.field(default_factory=dict)  # declared input → compute dtype
-    eps_dtype: str | None = None
+    eps_dtype: str | PerDtype | None = None  # one name for every input dtype, or {input dtype: name}
     eps_placement: str | None = None
-    flush_subnormals: frozenset[str] = frozenset()
+    flush_subnormals: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=dict)  # input dtype → sites
     weight_offset: float | None = None
     roundings: int | None = None
     reduction: str | None = None
-    accumulation_dtype: str | None = None
+    accumulation_dtype: str | PerDtype | None = None
     rope_layout: str | None = None
+    norm_input: str | None = None
     dtypes: tuple[str, ...] | None = None
     eps_default: float | None = None
+    batch_invariant: Mapping[str, bool] = dataclasses.field(default_factory=dict)  # input dtype → declared
     text: Mapping[str, str] = dataclasses.field(default_factory=dict)  # the descriptions
 
     def compute(self, dtype: Any) -> str:
@@ -158,26 +193,70 @@ class Conventions:
         default = _DEFAULT_COMPUTE.get(self.component, _DEFAULT_COMPUTE["RMSNorm"])
         return {k: self.compute(k) for k in NAMES if self.compute_dtype and self.compute(k) != default[k]}
 
+    def flushes(self, dtype: Any) -> frozenset[str]:
+        """Where subnormals of input dtype ``dtype`` are declared flushed ("input", "output", "intermediate")."""
+        return self.flush_subnormals.get(fmt(dtype).name, frozenset())
+
+    def batch_invariance(self, dtype: Any, device: str) -> bool:
+        """Whether the batch-invariance law *requires* bitwise equality in ``dtype`` on ``device`` (else it measures
+        and reports it): as declared, else required of RMSNorm on the CPU only — a row's RMSNorm is its own
+        reduction there (torch's ``F.rms_norm`` is batch-invariant), while a CPU GEMM picks its kernel by the
+        number of rows (``nn.Linear`` is not, the reference's SwiGLU and Block included)."""
+        declared = self.batch_invariant.get(fmt(dtype).name)
+        if declared is not None:
+            return declared
+        return self.component == "RMSNorm" and str(device).split(":")[0] == "cpu"
+
     def arithmetic(self) -> Arithmetic:
         """The numeric declarations as the bounds honour them (empty when nothing numeric departs from the
         contract's accepted conventions: the bounds are then exactly the undeclared ones)."""
         compute = self.departures()
 
-        def per_dtype(named: str | None) -> dict[str, str]:
-            if named is None:
-                return {}
-            out = {k: (compute.get(k, k) if named == "compute" else k if named == "input" else named) for k in NAMES}
+        def per_dtype(declared: Any) -> dict[str, str]:
+            out = {}
+            for k in NAMES:
+                named = _at(declared, k)
+                if named is None or named == "compute":
+                    continue
+                out[k] = k if named == "input" else named
             return out
 
-        acc = per_dtype(self.accumulation_dtype if self.accumulation_dtype != "compute" else None)
-        eps = per_dtype(self.eps_dtype if self.eps_dtype != "compute" else None)
+        flush = {k: v & {"input", "output"} for k, v in self.flush_subnormals.items() if v & {"input", "output"}}
         return Arithmetic(
             compute=compute,
-            accumulation=acc,
-            eps=eps,
+            accumulation=per_dtype(self.accumulation_dtype),
+            eps=per_dtype(self.eps_dtype),
             weight_offset=self.weight_offset or 0.0,
-            flush=frozenset(self.flush_subnormals & {"input", "output"}),
+            flush=flush,
+            norm_input=self.norm_input,
         )
+
+    def departing(self, dtype: Any) -> tuple[str, ...]:
+        """The numeric keys (``NUMERIC``) whose declaration changes the bounds of input dtype ``dtype``."""
+        name, a = fmt(dtype).name, self.arithmetic()
+        found = {
+            "compute_dtype": name in a.compute,
+            "accumulation_dtype": a.accumulation.get(name, self.compute(name)) != self.compute(name),
+            "eps_dtype": name in a.eps,
+            "weight_offset": bool(a.weight_offset),
+            "flush_subnormals": bool(a.flushes(name)),
+        }
+        return tuple(k for k in NUMERIC if found[k])
+
+    def without(self, key: str, dtype: Any) -> Conventions:
+        """These declarations with ``key`` withdrawn for input dtype ``dtype`` (for every dtype: ``weight_offset``):
+        what the run measures against to find whether the declaration was needed."""
+        name = fmt(dtype).name
+        if key == "weight_offset":
+            return dataclasses.replace(self, weight_offset=None)
+        value = getattr(self, key)
+        if isinstance(value, Mapping):
+            kept = {k: v for k, v in value.items() if k != name}
+            if key == "compute_dtype" and name not in value:
+                return self
+            return dataclasses.replace(self, **{key: kept})
+        kept = {k: value for k in NAMES if k != name}  # a value for every dtype: kept for the others
+        return dataclasses.replace(self, **{key: kept})
 
     def excuse(self, law_id: str, dtype: Any) -> str | None:
         """The declaration that explains a failure of ``law_id`` in ``dtype`` which no bound models (reported as
@@ -190,15 +269,16 @@ class Conventions:
 
     @property
     def declared(self) -> dict[str, Any]:
-        """The declarations that were made (JSON-able), without the descriptions."""
+        """The declarations that were made (JSON-able), without the descriptions; a per-dtype declaration whose
+        value is the same for every dtype is shown as that one value."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if f.name in ("component", "text") or value in (None, {}, frozenset()):
                 continue
-            out[f.name] = sorted(value) if isinstance(value, frozenset) else value
-            if isinstance(value, Mapping):
-                out[f.name] = dict(value)
+            if f.name in ("flush_subnormals", "batch_invariant"):
+                value = _uniform(value)
+            out[f.name] = _plain(value)
         return out
 
     def summary(self) -> str:
@@ -212,9 +292,49 @@ class Conventions:
         for key, value in self.declared.items():
             if key in ("compute_dtype", "eps_default") or _CONTRACT.get(key) == value:
                 continue
-            shown = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else value
-            parts.append(f"{key.replace('_', ' ')} {shown}")
+            parts.append(f"{key.replace('_', ' ')} {_shown(value)}")
         return "; ".join(parts)
+
+
+def _uniform(value: Mapping[str, Any]) -> Any:
+    """{every dtype: v} → v; a partial or mixed per-dtype map stays a map."""
+    values = list(value.values())
+    if set(value) == set(NAMES) and all(v == values[0] for v in values):
+        return values[0]
+    return dict(value)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, frozenset):
+        return sorted(value)
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}: {_shown(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    return str(value)
+
+
+def _per_dtype(value: Any, where: str, one: Any) -> dict[str, Any]:
+    """A value for every input dtype, or ``{dtype: value}`` for some: → {dtype name: one(value)}."""
+    if isinstance(value, Mapping):
+        return {_dtype(k, where): one(v, f"{where}[{k!r}]") for k, v in value.items()}
+    parsed = one(value, where)
+    return dict.fromkeys(NAMES, parsed)
+
+
+def _free_text(key: str, value: Any) -> str:
+    """The hint of a ConventionError for a typed key given a sentence: where the free text goes."""
+    if not isinstance(value, str) or len(value.split()) < 2:
+        return ""
+    return (
+        f" (free text goes under the description key {_FREE_TEXT.get(key, 'notes')!r}, printed beside the measurements)"
+    )
 
 
 def parse(component: str, raw: Mapping[str, Any] | None) -> Conventions:
@@ -227,36 +347,17 @@ def parse(component: str, raw: Mapping[str, Any] | None) -> Conventions:
     text: dict[str, str] = {}
     for key, value in raw.items():
         where = f"CONVENTIONS[{component!r}][{key!r}]"
-        if key in DESCRIPTIONS:
-            text[key] = str(value)
-        elif key == "compute_dtype":
-            values[key] = _compute(value, where)
-        elif key in ("eps_dtype", "accumulation_dtype"):
-            values[key] = _dtype(value, where, extra=("compute", "input"))
-        elif key == "eps_placement":
-            aliases = {"inside the square root": "inside", "outside the square root": "outside"}
-            values[key] = _choice(value, where, ("inside", "outside"), aliases)
-        elif key == "flush_subnormals":
-            values[key] = _flush(value, where)
-        elif key in ("weight_offset", "eps_default"):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ConventionError(f"{where}: {value!r}; expected a finite number")
-            values[key] = float(value)
-        elif key == "roundings":
-            if value not in (1, 2) or isinstance(value, bool):
-                raise ConventionError(f"{where}: {value!r}; expected 1 (fl(x·r·w)) or 2 (fl(fl(x·r)·w))")
-            values[key] = int(value)
-        elif key == "reduction":
-            values[key] = _choice(value, where, REDUCTIONS)
-        elif key == "rope_layout":
-            values[key] = _choice(value, where, ("rotate-half", "interleaved"))
-        elif key == "dtypes":
-            names = [value] if isinstance(value, str) else list(value)
-            values[key] = tuple(dict.fromkeys(_dtype(v, where) for v in names))
-        else:
-            close = difflib.get_close_matches(str(key), KEYS, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConventionError(f"{where}: unknown key{hint}; known keys: {', '.join(KEYS)}")
+        try:
+            if key in DESCRIPTIONS:
+                text[key] = str(value)
+            elif key in KEYS:
+                values[key] = _PARSERS[key](value, where)
+            else:
+                close = difflib.get_close_matches(str(key), KEYS, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ConventionError(f"{where}: unknown key{hint}; known keys: {', '.join(KEYS)}")
+        except ConventionError as exc:
+            raise ConventionError(f"{exc}{_free_text(key, value)}") from None
     return Conventions(**values, text=text)
 
 
@@ -279,13 +380,66 @@ def _compute(value: Any, where: str) -> dict[str, str]:
     return dict.fromkeys(NAMES, target)
 
 
-def _flush(value: Any, where: str) -> frozenset[str]:
+def _named(value: Any, where: str) -> str | dict[str, str]:
+    """eps_dtype / accumulation_dtype: one dtype name ("compute", "input") or {input dtype: name}."""
+    one = lambda v, w: _dtype(v, w, extra=("compute", "input"))  # noqa: E731
+    return {_dtype(k, where): one(v, f"{where}[{k!r}]") for k, v in value.items()} if isinstance(value, Mapping) \
+        else one(value, where)  # fmt: skip
+
+
+def _sites(value: Any, where: str) -> frozenset[str]:
     if value is True:
         return frozenset(FLUSH_SITES)
     if value is False or value is None:
         return frozenset()
-    sites = [value] if isinstance(value, str) else list(value)
+    sites = [value] if isinstance(value, str) else list(value) if isinstance(value, (list, tuple, set, frozenset)) \
+        else [value]  # fmt: skip
     bad = [s for s in sites if s not in FLUSH_SITES]
     if bad:
-        raise ConventionError(f"{where}: {bad}; expected True, False or any of {', '.join(FLUSH_SITES)}")
+        raise ConventionError(
+            f"{where}: {bad}; expected True, False or any of {', '.join(FLUSH_SITES)} "
+            f"(or one of these per input dtype: {{'bf16': ['input']}})"
+        )
     return frozenset(sites)
+
+
+def _flag(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConventionError(f"{where}: {value!r}; expected True or False (or one per input dtype: {{'fp32': False}})")
+    return value
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConventionError(f"{where}: {value!r}; expected a finite number")
+    return float(value)
+
+
+def _roundings(value: Any, where: str) -> int:
+    if value not in (1, 2) or isinstance(value, bool):
+        raise ConventionError(f"{where}: {value!r}; expected 1 (fl(x·r·w)) or 2 (fl(fl(x·r)·w))")
+    return int(value)
+
+
+def _dtypes(value: Any, where: str) -> tuple[str, ...]:
+    names = [value] if isinstance(value, str) else list(value)
+    return tuple(dict.fromkeys(_dtype(v, where) for v in names))
+
+
+_PARSERS = {
+    "compute_dtype": _compute,
+    "eps_dtype": _named,
+    "accumulation_dtype": _named,
+    "eps_placement": lambda v, w: _choice(
+        v, w, ("inside", "outside"), {"inside the square root": "inside", "outside the square root": "outside"}
+    ),
+    "flush_subnormals": lambda v, w: {k: s for k, s in _per_dtype(v, w, _sites).items() if s},
+    "weight_offset": _number,
+    "eps_default": _number,
+    "roundings": _roundings,
+    "reduction": lambda v, w: _choice(v, w, REDUCTIONS),
+    "rope_layout": lambda v, w: _choice(v, w, ("rotate-half", "interleaved")),
+    "norm_input": lambda v, w: _choice(v, w, NORM_INPUTS),
+    "dtypes": _dtypes,
+    "batch_invariant": lambda v, w: _per_dtype(v, w, _flag),
+}

@@ -139,10 +139,10 @@ def _stored(value: np.ndarray, p: Precisions) -> np.ndarray:
 def model_rows(x: np.ndarray, smallest_normal: float, u: float) -> np.ndarray:
     """Rows (last axis) whose sum of squares the model describes: many distinct magnitudes (at least min(D, 64)/2:
     a wide 16-bit row of random values repeats some), at most D/8 terms below 4·u_c·Σx² (terms that a long sum
-    rounds away, ≥ 1/8 of each, one after another and all in one direction: stagnation, as after one outlier), no square below
-    the smallest normal of c. A constant or repeated row, one outlier over tiny entries, a row of mixed 2^10 scales,
-    a row whose squares underflow: their rounding errors correlate, so they keep the deterministic bound alone. (A row
-    of fewer than 4 entries gains nothing from the model: it is left out too.)"""
+    rounds away, ≥ 1/8 of each, one after another and all in one direction: stagnation, as after one outlier), no
+    square below the smallest normal of c. A constant or repeated row, one outlier over tiny entries, a row of mixed
+    2^10 scales, a row whose squares underflow: their rounding errors correlate, so they keep the deterministic bound
+    alone. (A row of fewer than 4 entries gains nothing from the model: it is left out too.)"""
     X = np.abs(np.asarray(x, dtype=np.float64))
     rows = X.reshape(-1, X.shape[-1])
     D = rows.shape[-1]

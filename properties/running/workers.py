@@ -77,6 +77,11 @@ class SubjectInfo:
     import_effects: tuple[str, ...] = ()
 
     @classmethod
+    def unknown(cls, spec: str) -> SubjectInfo:
+        """What is known of an implementation no worker has loaded (the run was interrupted first): its name."""
+        return cls(spec, spec, None, (), None, {})
+
+    @classmethod
     def of(cls, impl: Any) -> SubjectInfo:
         """The info of an implementation loaded in this process."""
         return cls(
@@ -193,7 +198,7 @@ class _Worker:
 
     def __init__(self, spec: str, options: WorkerOptions, index: int) -> None:
         ctx = processes.context()
-        self.log = str(Path(options.tmp) / f"worker-{index}.log")
+        self.spec, self.log = spec, str(Path(options.tmp) / f"worker-{index}.log")
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker_main, args=(child, spec, options, self.log), daemon=True)
         self.proc.start()
@@ -201,25 +206,36 @@ class _Worker:
         self.task: tuple[int, Task] | None = None
         self.deadline = 0.0
 
-    def tail(self) -> str:
+    def _lines(self) -> list[str]:
         try:
             lines = Path(self.log).read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
-            return ""
-        lines = [ln[:200] for ln in lines if ln.strip()][-_LOG_TAIL:]
+            return []
+        return [ln[:200] for ln in lines if ln.strip()][-_LOG_TAIL:]
+
+    def tail(self) -> str:
+        """The worker's last output lines, as the indented end of a result's message ("" when it printed none)."""
+        lines = self._lines()
         return ("\n  worker output (last lines):\n    " + "\n    ".join(lines)) if lines else ""
 
+    def _last_words(self) -> str:
+        """The worker's last output line, for a one-line usage error ("" when it printed none)."""
+        lines = self._lines()
+        return f" (its last output: {lines[-1][:120]})" if lines else ""
+
     def hello(self, timeout: float) -> SubjectInfo:
-        """Wait for the worker to load the implementation → its SubjectInfo (ImplementationError if unusable)."""
+        """Wait for the worker to load the implementation → its SubjectInfo (ImplementationError if unusable:
+        one line, a usage error)."""
         if not self.conn.poll(timeout):
             self.kill()
-            raise ImplementationError(f"loading the implementation took more than {timeout:g} s{self.tail()}")
+            raise ImplementationError(f"loading the implementation took more than {timeout:g} s{self._last_words()}")
         try:
             kind, payload = self.conn.recv()
         except (EOFError, OSError):
             self.proc.join(5)
             raise ImplementationError(
-                f"importing the implementation ended its process: it {_ended(self.proc.exitcode)}{self.tail()}"
+                f"importing implementation {self.spec!r} ended its process: it {_ended(self.proc.exitcode)}"
+                + self._last_words()
             ) from None
         if kind != "ready":
             raise ImplementationError(payload)
@@ -292,10 +308,21 @@ def signals_interrupt() -> Iterator[None]:
 
 
 class Pool:
-    """Workers for one implementation: ``info`` (what it provides), ``run(tasks)`` → results in task order."""
+    """Workers for one implementation: ``info`` (what it provides), ``run(tasks)`` → results in task order.
+
+    ``start`` workers (default: all ``workers``) start now and load the implementation side by side; the first to
+    load it answers ``info`` (ImplementationError when it cannot be used); the others start when ``run`` needs them.
+    """
 
     def __init__(
-        self, spec: str, *, workers: int = 1, timeout: float = 300.0, memory_limit: int | None = None, threads: int = 1
+        self,
+        spec: str,
+        *,
+        workers: int = 1,
+        timeout: float = 300.0,
+        memory_limit: int | None = None,
+        threads: int = 1,
+        start: int | None = None,
     ) -> None:
         self.spec = spec
         self.size = max(1, workers)
@@ -305,7 +332,8 @@ class Pool:
         self._started = 0
         self._workers: list[_Worker] = []
         self.interrupted: int | None = None  # the signal that stopped the run, if one did
-        started = [self._spawn() for _ in range(self.size)]  # every worker starts now: subjects load side by side
+        count = self.size if start is None else max(1, min(start, self.size))
+        started = [self._spawn() for _ in range(count)]  # started together: subjects load side by side
         try:
             self.info = started[0].hello(max(120.0, timeout))
         except BaseException:

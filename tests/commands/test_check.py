@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from properties.commands.check import SCHEMA
+from properties.commands.render.json import CHECK_SCHEMA as SCHEMA
 from properties.entry.cli import main
 from properties.running.loading import load
 from properties.running.runner import LAWS, run_check, run_law, select_laws
@@ -189,6 +189,14 @@ def test_list_prints_every_law(capsys):
     assert main(["check", "--list"]) == 0
     text = capsys.readouterr().out
     assert all(law_id in text for law_id in LAWS)
+
+
+def test_list_honours_only(capsys):
+    assert main(["check", "--list", "--only", "SwiGLU"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines() if not line.startswith(" ")]
+    assert listed == [law.id for law in select_laws(["SwiGLU"])] and all(i.startswith("SwiGLU.") for i in listed)
+    assert main(["check", "--list", "--only", "no_such_law"]) == 2
+    assert "--only 'no_such_law'" in capsys.readouterr().err
 
 
 def test_laws_have_docstrings_and_short_bodies():

@@ -6,48 +6,52 @@ import json
 
 import pytest
 
-from properties.commands import compare
+from properties.commands import compare, results
+from properties.commands.render import html, markdown
+from properties.commands.render import json as json_render
 from properties.entry import cli
+from properties.running import session
 from properties.running.loading import load
 from properties.running.runner import LawResult
+from properties.running.session import Run, RunOptions, Selection, Subject, SubjectInfo
 
 pytest.importorskip("transformers")
 pytestmark = pytest.mark.hf
 
 
-def fake_runner(max_ulps: dict[str, float]):
-    """A runner that returns canned results: one golden law (max ULP per impl) and one batch law per dtype."""
+def fake_run(results: dict[str, list[LawResult]], dtypes=("bf16",)) -> Run:
+    """A session's run with canned results, {spec: its LawResults} (what the workers would have sent back)."""
+    subjects = [Subject(SubjectInfo.of(load(spec)), rs) for spec, rs in results.items()]
+    return Run(Selection(profile="ci", dtypes=tuple(dtypes)), subjects, planned=sum(len(rs) for rs in results.values()))
 
-    def runner(impl, *, profile, devices, dtypes, only, seed):
-        ulp = max_ulps[impl.spec]
-        out = []
-        for dtype in dtypes or ("bf16",):
-            for device in devices:
-                worst = {"D": 4096, "regime": "unit scale", "x": list(range(100))}
-                out.append(
-                    LawResult(
-                        "RMSNorm.rmsnorm_matches_golden",
-                        "RMSNorm",
-                        dtype,
-                        device,
-                        "passed" if ulp < 4 else "failed",
-                        message="max ULP error too big",
-                        max_ulp=ulp,
-                        p99_ulp=ulp / 2,
-                        headroom=ulp / 2,
-                        worst_input=worst,
-                        examples=8,
-                    )
-                )
-                out.append(LawResult("RMSNorm.rmsnorm_does_not_center", "RMSNorm", dtype, device, "passed"))
-        return out
 
-    return runner
+def canned(ulp: float, dtypes=("bf16",)) -> list[LawResult]:
+    """One golden law (its max ULP error ``ulp``) and one law without a bound, per dtype."""
+    out = []
+    for dtype in dtypes:
+        worst = {"D": 4096, "regime": "unit scale", "x": list(range(100))}
+        out.append(
+            LawResult(
+                "RMSNorm.rmsnorm_matches_golden",
+                "RMSNorm",
+                dtype,
+                "cpu",
+                "passed" if ulp < 4 else "failed",
+                message="max ULP error too big",
+                max_ulp=ulp,
+                p99_ulp=ulp / 2,
+                headroom=ulp / 2,
+                worst_input=worst,
+                examples=8,
+            )
+        )
+        out.append(LawResult("RMSNorm.rmsnorm_does_not_center", "RMSNorm", dtype, "cpu", "passed"))
+    return out
 
 
 @pytest.fixture
 def report():
-    return compare.run(["torch", "hf-llama"], dtypes=["bf16"], runner=fake_runner({"torch": 0.5, "hf-llama": 1.25}))
+    return results.compare(fake_run({"torch": canned(0.5), "hf-llama": canned(1.25)}))
 
 
 def test_cells_aggregate_counts_errors_and_the_worst_input(report):
@@ -64,38 +68,32 @@ def test_cells_aggregate_counts_errors_and_the_worst_input(report):
     assert hf_cell.worst_law == "RMSNorm.rmsnorm_matches_golden" and hf_cell.worst_input["D"] == 4096
 
 
-def test_batch_invariance_is_probed_when_no_law_measures_it(report):
-    assert all(cell.batch_invariant is True for cell in report["cells"])  # RMSNorm is row-wise on CPU
-    assert report["cells"][0].batch_source.startswith("probe")
+def test_the_batch_column_reads_the_batch_invariance_laws_and_no_probe(report):
+    assert all(cell.batch_invariant is None and cell.batch_text == "—" for cell in report["cells"])  # none ran
+    assert not hasattr(compare, "batch_invariance") and not hasattr(results, "batch_invariance")  # no probe
 
+    def batch(status, **kw):
+        return LawResult("RMSNorm.rmsnorm_is_batch_invariant", "RMSNorm", "fp32", "cpu", status, **kw)
 
-def test_the_batch_probe_can_say_no():
-    import torch
-
-    class Norm(torch.nn.Module):
-        """Scales by a statistic of the whole batch: op(x[:k]) != op(x)[:k]."""
-
-        def __init__(self, dim, eps=1e-6):
-            super().__init__()
-            self.weight = torch.nn.Parameter(torch.ones(dim))
-
-        def forward(self, x):
-            return x / x.abs().max() * self.weight
-
-    impl = load("torch")
-    fake = type(impl)("batchy", type("M", (), {"RMSNorm": Norm, "__name__": "batchy"}))
-    assert compare.batch_invariance(fake, "RMSNorm", "fp32", "cpu") is False
-    assert compare.batch_invariance(impl, "RMSNorm", "fp32", "cpu") is True
-    assert compare.batch_invariance(load("hf-gemma"), "SwiGLU", "fp32", "cpu") is None  # not provided
+    cells = {
+        status: results.build_cells("x", [r.to_json() for r in [batch(status)]])[0]
+        for status in ("passed", "failed", "xfailed", "xpassed", "skipped")
+    }
+    assert [cells[s].batch_text for s in ("passed", "failed", "xfailed", "xpassed", "skipped")] == [
+        "yes", "no", "no", "yes", "—",
+    ]  # fmt: skip
+    assert cells["failed"].batch_source == "RMSNorm.rmsnorm_is_batch_invariant"
+    measured = batch("passed", measurements={"batch_invariant": False})  # declared batch-variant: measured, not judged
+    assert results.build_cells("x", [measured.to_json()])[0].batch_text == "no"
 
 
 def test_highlights_name_the_differing_accuracy_classes_with_numbers(report):
-    [line] = compare.highlights(report["cells"], compare._declared(report))
+    [line] = results.highlights(report["cells"])
     assert line == "RMSNorm bf16 cpu — correctly rounded: torch (max 0.5 ULP); ≤ 1.3 ULP: hf-llama (max 1.25 ULP)"
 
 
 def test_markdown_and_html_put_implementations_in_columns_with_headroom_cells(report, tmp_path):
-    md, page, results = compare.write(report, tmp_path)
+    md, page, written = compare.write(report, tmp_path)
     text = md.read_text()
     assert "| law | dtype | torch | hf-llama |" in text
     assert "| rmsnorm_matches_golden | bf16 | 0.25 | 0.62 |" in text  # headroom per cell, one format
@@ -105,44 +103,46 @@ def test_markdown_and_html_put_implementations_in_columns_with_headroom_cells(re
     assert body.startswith("<!doctype html>") and "<script" not in body
     assert '<td class="c p0" title="passed; headroom 0.25; max 0.5 ULP">0.25</td>' in body
     assert '<td class="c p1"' in body and "<th>hf-llama</th>" in body
-    data = json.loads(results.read_text())
+    data = json.loads(written.read_text())
     assert data["schema"] == "nanolm-verify/compare-report/2" and len(data["results"]["torch"]) == 2
 
 
 def test_failures_are_red_and_listed_with_their_messages(tmp_path):
-    report = compare.run(["torch"], dtypes=["fp16"], runner=fake_runner({"torch": 7.0}))
-    text = compare.render_markdown(report)
+    report = results.compare(fake_run({"torch": canned(7.0, ["fp16"])}, ["fp16"]))
+    text = markdown.compare(report)
     assert "| rmsnorm_matches_golden | fp16 | **FAIL 3.5** |" in text
     assert "**failed**" in text and "max ULP error too big" in text
-    assert '<td class="c f" title="failed; headroom 3.5; max 7 ULP' in compare.render_html(report)
-    assert compare.exit_status(report) == 1
+    assert '<td class="c f" title="failed; headroom 3.5; max 7 ULP' in html.compare(report)
+    assert results.exit_status_of(report) == 1
 
 
 def test_a_law_not_defined_for_a_dtype_is_shown_as_such_not_red():
-    def runner(impl, *, profile, devices, dtypes, only, seed):
-        law = "RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded"  # defined for bf16 only
-        return [
-            LawResult(law, "RMSNorm", "bf16", "cpu", "passed", headroom=0.5),
-            LawResult("RMSNorm.rmsnorm_preserves_sign", "RMSNorm", "fp32", "cpu", "passed"),
-        ]
-
-    report = compare.run(["torch"], dtypes=["fp32", "bf16"], runner=runner)
-    rows = {(law, dtype): v for law, dtype, _, [v] in compare.matrix(report, "RMSNorm")}
+    law = "RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded"  # defined for bf16 only
+    records = [
+        LawResult(law, "RMSNorm", "bf16", "cpu", "passed", headroom=0.5),
+        LawResult("RMSNorm.rmsnorm_preserves_sign", "RMSNorm", "fp32", "cpu", "passed"),
+    ]
+    report = results.compare(fake_run({"torch": records}, ["fp32", "bf16"]))
+    rows = {(law, dtype): v for law, dtype, _, [v] in results.matrix(report, "RMSNorm")}
     assert rows[("RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded", "fp32")].css == "na"
     assert rows[("RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded", "bf16")].text == "0.50"
     assert rows[("RMSNorm.rmsnorm_preserves_sign", "bf16")].text == "—"  # defined, but not run
     assert rows[("RMSNorm.rmsnorm_preserves_sign", "fp32")].text == "ok"  # an exact law: no bound
-    assert compare.exit_status(report) == 0
-    assert '<td class="c na" title="the law is not defined for fp32">n/a</td>' in compare.render_html(report)
+    assert results.exit_status_of(report) == 0
+    assert '<td class="c na" title="the law is not defined for fp32">n/a</td>' in html.compare(report)
 
 
 def test_expectations_turn_a_documented_failure_into_xfailed(monkeypatch, tmp_path):
+    """The session applies an implementation's shipped expectation file (the verifier reads it, the worker runs)."""
     from properties.running import expectations
 
     monkeypatch.setattr(expectations, "DIRECTORY", tmp_path)
-    (tmp_path / "torch.txt").write_text("RMSNorm.rmsnorm_matches_golden[fp16]  xfail  documented\n")
-    report = compare.run(["torch"], dtypes=["fp16"], runner=fake_runner({"torch": 7.0}))
-    assert report["cells"][0].laws_text == "1/2 (1 xfailed)"
+    wrong = "properties.gallery.eps_outside_sqrt"
+    (tmp_path / f"{wrong}.txt").write_text("RMSNorm.rmsnorm_matches_golden[fp32]  xfail  documented\n")
+    selection = Selection(profile="ci", only=("RMSNorm.rmsnorm_matches_golden",), dtypes=("fp32",))
+    report = results.compare(session.run([wrong, "torch"], selection, RunOptions.of("ci", workers=1)))
+    assert [c.laws_text for c in report["cells"]] == ["0/1 (1 xfailed)", "1/1"]
+    assert results.exit_status_of(report) == 0
 
 
 def test_cli_has_compare_and_unknown_implementations_exit_2(tmp_path, capsys):
@@ -157,7 +157,8 @@ def test_cli_has_compare_and_unknown_implementations_exit_2(tmp_path, capsys):
 def test_end_to_end_hf_llama_rounds_twice_where_torch_rounds_once():
     """The report's headline, measured by the real laws: in bf16 torch's RMSNorm is correctly rounded, HF-Llama's
     (x·r rounded, then ·w rounded again) is not."""
-    report = compare.run(["torch", "hf-llama"], only=["RMSNorm.rmsnorm_matches_golden"], dtypes=["bf16"])
+    selection = Selection(profile="ci", only=("RMSNorm.rmsnorm_matches_golden",), dtypes=("bf16",))
+    report = results.compare(session.run(["torch", "hf-llama"], selection, RunOptions.of("ci", workers=1)))
     torch_cell, hf_cell = report["cells"]
     assert (torch_cell.laws_text, hf_cell.laws_text) == ("1/1", "1/1")  # both conventions pass
     assert torch_cell.max_ulp <= 0.5 + 1e-9  # one rounding of an fp32 result: at most a hair above ½ ULP
@@ -166,15 +167,16 @@ def test_end_to_end_hf_llama_rounds_twice_where_torch_rounds_once():
 
 
 def test_numbers_next_to_a_class_boundary_are_not_rounded_across_it():
-    assert compare._fmt(0.5000000000000042) == "0.50000000000000422"
-    assert compare._fmt(0.49998158626697325) == "0.49998"
-    assert compare._fmt(0.99999999) == "0.99999998999999995"
-    assert (compare._fmt(2.1347e8), compare._fmt(None), compare._fmt(float("inf"))) == ("2.1347e+08", "—", "inf")
+    assert results.number_text(0.5000000000000042) == "0.50000000000000422"
+    assert results.number_text(0.49998158626697325) == "0.49998"
+    assert results.number_text(0.99999999) == "0.99999998999999995"
+    assert [results.number_text(v) for v in (2.1347e8, None, float("inf"))] == ["2.1347e+08", "—", "inf"]
 
 
 def test_the_league_ranks_every_implementation_and_lists_its_findings(tmp_path):
-    report = compare.run(["torch", "hf-llama"], dtypes=["bf16"], runner=fake_runner({"torch": 0.5, "hf-llama": 9.0}))
-    text = compare.render_league(report, "nanolm-verify compare --league L", {"timm": "No module named 'timm'"})
+    report = results.compare(fake_run({"torch": canned(0.5), "hf-llama": canned(9.0)}))
+    report["unavailable"] = {"timm": "No module named 'timm'"}
+    text = markdown.league(report, "nanolm-verify compare --league L")
     rows = [line for line in text.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
     assert rows[0].startswith("| 1 | **torch** |") and rows[1].startswith("| 2 | **hf-llama** |")
     assert "| **1** |" in rows[1] and "4.5" in rows[1]  # one unexpected failure, its headroom 9/2
@@ -183,21 +185,27 @@ def test_the_league_ranks_every_implementation_and_lists_its_findings(tmp_path):
 
 
 def test_a_report_renders_the_same_from_its_results_json(report, tmp_path):
-    _, _, results = compare.write(report, tmp_path)
-    again = compare.from_json(json.loads(results.read_text()))
-    assert compare.render_markdown(again) == compare.render_markdown(report)
-    assert compare.render_html(again) == compare.render_html(report)
+    _, _, written = compare.write(report, tmp_path)
+    again = json_render.compare_from_json(json.loads(written.read_text()))
+    assert markdown.compare(again) == markdown.compare(report)
+    assert html.compare(again) == html.compare(report)
 
 
 def test_the_league_lists_failures_expected_by_a_declaration_and_unexpected_ones_with_their_cause():
-    def runner(impl, *, profile, devices, dtypes, only, seed):
-        why = "declared compute fp64→fp32: fp64 finite-difference gradcheck needs fp64 arithmetic\nmismatch"
-        return [
-            LawResult("RMSNorm.rmsnorm_gradients_pass_gradcheck", "RMSNorm", "fp64", "cpu", "xfailed", why),
-            LawResult("RMSNorm.rmsnorm_preserves_sign", "RMSNorm", "fp32", "cpu", "failed", "boom", cause="crash"),
-        ]
-
-    text = compare.render_league(compare.run(["torch"], dtypes=["fp64", "fp32"], runner=runner), "cmd")
+    why = "declared compute fp64→fp32: fp64 finite-difference gradcheck needs fp64 arithmetic\nmismatch"
+    records = [
+        LawResult("RMSNorm.rmsnorm_gradients_pass_gradcheck", "RMSNorm", "fp64", "cpu", "xfailed", why),
+        LawResult("RMSNorm.rmsnorm_preserves_sign", "RMSNorm", "fp32", "cpu", "failed", "boom", cause="crash"),
+    ]
+    text = markdown.league(results.compare(fake_run({"torch": records}, ["fp64", "fp32"])), "cmd")
     assert "- Expected failure: declared compute fp64→fp32: fp64 finite-difference gradcheck" in text
     assert "- **Unexpected failures**: `RMSNorm.rmsnorm_preserves_sign` (crash) fp32" in text
     assert "None: every law passes" not in text
+
+
+def test_the_reproduce_line_names_the_whole_selection():
+    selection = Selection(profile="ci", devices=("cpu",), dtypes=("fp32", "bf16"), only=("RMSNorm",), seed=3)
+    report = results.compare(Run(selection, [], planned=0, unavailable={"torch": "gone"}))
+    assert report["meta"]["command"] == (
+        "nanolm-verify compare torch --profile ci --device cpu --only RMSNorm --dtype fp32,bf16 --seed 3"
+    )

@@ -15,10 +15,12 @@ import torch
 
 import nanolm_core
 from golden.formats import fmt
-from properties.commands import teach
+from properties.commands import results, teach
+from properties.commands.render import markdown
 from properties.gallery import KINDS, PITFALLS
-from properties.running.loading import load
+from properties.running.loading import COMPONENTS, load
 from properties.running.runner import LAWS
+from properties.running.session import RunOptions
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 COURSE = (  # the course table of tests/conformance/test_modules.py
@@ -28,6 +30,7 @@ COURSE = (  # the course table of tests/conformance/test_modules.py
     "bf16_accumulation",
     "swapped_gate_up",
     "gelu_instead_of_silu",
+    "add_norm_normalized_stream",
 )
 STEPS = ("heads", "rope_tables", "rope", "expand_kv", "scores", "mask", "attend")  # nanolm_core.Attention's seams
 STATE_IS_THE_BUG = {"swiglu_bias"}  # its parameters are the mistake (extra biases)
@@ -39,7 +42,7 @@ def _classes(p):
 
 
 def test_catalogue_covers_every_component_and_kind():
-    assert {p.component for p in PITFALLS.values()} == {"RMSNorm", "SwiGLU", "Block", "Module"}
+    assert {p.component for p in PITFALLS.values()} == {*COMPONENTS, "Module"}
     assert {p.kind for p in PITFALLS.values()} == set(KINDS)
     assert set(COURSE) <= set(PITFALLS)  # the course mistakes tests/conformance/test_modules.py runs
 
@@ -75,11 +78,14 @@ def test_pitfall_module_follows_the_contract(name):
     component = _defined(p)
     assert impl.provided == (component,)
     config = nanolm_core.ModelConfig(dim=32, n_heads=4, n_kv_heads=2, max_seq_len=8)
-    args = {"RMSNorm": (32,), "SwiGLU": (32, 96), "Block": (config,)}[component]
+    args = {"RMSNorm": (32,), "SwiGLU": (32, 96), "Block": (config,), "AddRMSNorm": (32,)}[component]
     wrong, ref = impl.factory(component)(*args), getattr(nanolm_core, component)(*args)
     if name not in STATE_IS_THE_BUG:
         assert sorted(wrong.state_dict()) == sorted(ref.state_dict())
     x = torch.randn(2, 3, 32)
+    if component == "AddRMSNorm":  # two inputs, two outputs (y, h)
+        assert [t.shape for t in wrong(x, torch.randn(2, 3, 32))] == [x.shape, x.shape]
+        return
     assert wrong(x).shape == x.shape
 
 
@@ -178,7 +184,7 @@ def test_plot_cli_writes_a_png_and_rejects_unknown_names(tmp_path, capsys):
 
 
 def test_committed_figures_exist():
-    for png, pitfall, _ in teach.FIGURES:
+    for png, pitfall, _ in markdown.FIGURES:
         assert (DOCS / png).is_file(), f"docs/{png} missing: run nanolm-verify plot all --out docs"
         assert pitfall in PITFALLS
 
@@ -186,9 +192,9 @@ def test_committed_figures_exist():
 def test_the_gallery_in_worker_processes_gives_the_same_verdicts_as_in_process():
     pitfalls = [PITFALLS[n] for n in ("mean_subtraction", "threads_at_import", "swiglu_bias", "non_causal")]
     here = teach.demonstrate_all(pitfalls, reference=True)
-    there = teach.demonstrate_all(pitfalls, reference=True, workers=2)
+    there = teach.demonstrate_all(pitfalls, reference=True, options=RunOptions.of("ci", workers=2))
 
-    def verdict(demo: teach.Demo) -> tuple:
+    def verdict(demo: results.Demo) -> tuple:
         r = demo.result
         return demo.outcome, r.cause, r.found_after, demo.reference.status, demo.reference.examples  # (examples
         # shrunk after the first failure may differ: shrinking stops at a time budget)
@@ -208,8 +214,8 @@ def test_a_pending_entry_whose_law_cannot_run_here_is_as_expected_and_a_must_cat
 
     pending = PITFALLS["rmsnorm_device_shortcut"]
     assert pending.pending
-    demo = teach.Demo(pending, skipped(pending.law), skipped(pending.law))
+    demo = results.Demo(pending, skipped(pending.law), skipped(pending.law))
     assert demo.ok and not demo.caught
     must = PITFALLS["mean_subtraction"]
     assert not must.pending
-    assert not teach.Demo(must, skipped(must.law), skipped(must.law)).ok
+    assert not results.Demo(must, skipped(must.law), skipped(must.law)).ok

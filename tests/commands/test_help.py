@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 import pytest
 
@@ -36,6 +37,8 @@ def test_help_fits_80_columns_is_plain_text_and_states_the_exit_status(command, 
     text = capsys.readouterr().out
     too_wide = [line for line in text.splitlines() if len(line) > 80]
     assert not too_wide, too_wide
+    cut = [line for line in text.splitlines() if re.search(r"[a-z]-$", line)]  # "nanolm-⏎verify": cut mid-word
+    assert not cut, cut
     assert "exit status:" in text
     assert "``" not in text and ":func:" not in text  # no reStructuredText
 
@@ -67,3 +70,26 @@ def test_check_list_fits_80_columns(capsys):
     assert main(["check", "--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) > 40 and max(map(len, lines)) <= 80
+
+
+@pytest.mark.parametrize("option", ["--device", "--workers", "--timeout", "--profile", "--seed", "--memory-limit"])
+def test_an_option_is_declared_once_one_default_one_help_in_every_command_that_runs_laws(option):
+    parser = build_parser()
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    actions = [
+        next(a for a in subs[name]._actions if option in a.option_strings) for name in ("check", "compare", "pitfalls")
+    ]
+    assert len({(a.default, a.help, a.metavar, a.type) for a in actions}) == 1  # the same declaration everywhere
+    assert actions[0].help.count("(default: ") == 1  # and it states its one default
+
+
+def test_help_texts_are_never_cut_mid_word(capsys):
+    """``plot --help`` lists each figure with its docstring's summary, wrapped, whole (it was cut at 79 columns)."""
+    from properties.commands.plots import PLOTS
+
+    with pytest.raises(SystemExit):
+        main(["plot", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for name, func in PLOTS.items():
+        summary = " ".join((func.__doc__ or "").split("\n\n")[0].split())
+        assert f"{name}: {summary}" in text

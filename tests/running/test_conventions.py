@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import nanolm_core
+from golden.formats import NAMES
 from properties.entry.cli import main
 from properties.gallery import eps_outside_sqrt, gemma_offset_twice, missing_eps
 from properties.library.context import LawContext, open_context
@@ -39,7 +40,8 @@ def test_a_declaration_is_parsed_into_typed_values():
         },
     )
     assert c.compute(torch.float64) == "fp32" and c.compute("fp16") == "fp32" and c.compute("fp32") == "fp32"
-    assert (c.eps_dtype, c.eps_placement, c.flush_subnormals) == ("bf16", "inside", frozenset({"output"}))
+    assert (c.eps_dtype, c.eps_placement) == ("bf16", "inside")
+    assert c.flushes("fp16") == frozenset({"output"}) and c.flush_subnormals == dict.fromkeys(NAMES, {"output"})
     assert (c.weight_offset, c.roundings, c.reduction, c.accumulation_dtype) == (1.0, 2, "pairwise", "compute")
     assert c.dtypes == ("fp32", "bf16") and c.supports("bf16") and not c.supports(torch.float16)
     assert c.text == {"formula": "y = …"}
@@ -202,7 +204,7 @@ def _every_bound():
     shapes = nanolm_core.Block(cfg).state_dict().items()
     params = {k: torch.randn(v.shape, generator=g, dtype=torch.float64) for k, v in shapes}
     xb = x.reshape(1, 3, 8)
-    for t in ("fp64", "fp32", "fp16", "bf16"):
+    for t in NAMES:
         yield lambda t=t: (bounds.rmsnorm(x, w, 1e-6, t), *bounds.rmsnorm_vjp(x, w, 1e-6, gy, t))
         yield lambda t=t: (bounds.swiglu(x, wg, wu, wd, t), *bounds.swiglu_vjp(x, wg, wu, wd, gy, t))
         yield lambda t=t: (bounds.block(xb, params, cfg, t, random_weights=True), bounds.silu(x, t))

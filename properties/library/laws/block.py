@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import golden
 import nanolm_core
+from properties.library import protocols
 from properties.library import strategies as S
 from properties.library.assertions import (
     as_f64,
@@ -44,14 +45,16 @@ ZEROED = ("attn.wo.weight", "ffn.w_down.weight")
 @law("Block", cost=2)
 @given(data=st.data())
 @example(data=S.SHARP_BLOCK_PINS["GQA H=4 G=2"])
+@S.pinned(S.LOGIT_PINS)
+@protocols.honoured(protocols.FORWARD, pin=S.PROTOCOL_PINS["Block"])
 def block_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """|out − golden| ≤ bounds.block elementwise for the pre-norm block (GQA with G = 1, G = H and 1 < G < H; sharp
     attention, RoPE angles of radians; random rows also within the probabilistic tier)."""
     sc = data.draw(S.sharp_block_cases(dtype, max_dim=32, max_tokens=6), label="case")
-    c = sc.case
+    c, random = (sc.case, sc.random_rows) if isinstance(sc, S.SharpBlockCase) else (sc, False)  # pins: BlockCase
     note(sc)
     y = block_forward(impl, c.x, c.config, c.params, dtype, device)
-    b = bounds.block(c.x, c.params, c.config, dtype, random_weights=True, random_rows=sc.random_rows)
+    b = bounds.block(c.x, c.params, c.config, dtype, random_weights=True, random_rows=random)
     assert_matches_golden(y, golden.block(c.x, c.params, c.config), b)
 
 
@@ -89,6 +92,8 @@ def _reference(
 
 @law("Block", cost=2)
 @given(data=st.data())
+@example(data=S.BACKWARD_PINS[f"T={S.BACKWARD_T}"])
+@protocols.honoured(protocols.GRADIENT, pin=S.PROTOCOL_PINS["Block"])
 def block_jacobian_is_identity_plus_branch(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """vᵀ∂out/∂x = vᵀ(I + J_branch) matches the fp64 derivative within 2·(reference error) + 8(D+F+T)·u·‖vᵀJ‖∞."""
     c = data.draw(S.block_cases(dtype, max_dim=32, max_tokens=4), label="case")
@@ -152,7 +157,7 @@ def block_gradients_pass_gradcheck(impl: Implementation, dtype: DType, device: s
     def f(x: torch.Tensor, *weights: torch.Tensor) -> torch.Tensor:
         return torch.func.functional_call(module, dict(zip(names, weights, strict=True)), (x,))
 
-    gradcheck(f, inputs, component="Block")
+    gradcheck(f, inputs, component="Block", module=module)
 
 
 DEPTH = 4
@@ -288,6 +293,7 @@ def _param_grads(module: torch.nn.Module, x: torch.Tensor, v: torch.Tensor, name
 @law("Block", cost=4)
 @given(data=st.data())
 @example(data=GRAD_PINS["GQA H=4 G=2, 80 rows"])
+@protocols.honoured(protocols.GRADIENT)
 def block_parameter_gradients_match_fp64(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """On B·T = 80 rows, dx and the gradient of every weight (norms, W_q, W_k, W_v, W_o, W_gate, W_up, W_down)
     match the fp64 derivative of the reference within bounds.block_vjp with T := B·T, the rows each weight
