@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, x, params, cfg, gold in _cases(dtype):
         T = x.shape[1]
         J = S.long_positions(T)
-        b = bounds.block(x, params, cfg, dtype, random_weights=True, random_rows=True, tokens=J)
+        b = bounds.block(x, params, cfg, dtype, random_weights=True, drawn=True, tokens=J)
         P = {k: v.double().numpy() for k, v in params.items()}
         X = x.double().numpy()
         base = headroom(orders.block(X, P, cfg, dtype, args.order), gold, b, J, dtype)

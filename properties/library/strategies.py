@@ -97,7 +97,6 @@ __all__ = [
     "long_block_case",
     "long_positions",
     "pinned",
-    "random_rows",
     "rmsnorm_cases",
     "rmsnorm_grad_cases",
     "row_cases",
@@ -973,7 +972,7 @@ def pinned(pins: dict[str, Pin]) -> Callable[[Callable[..., Any]], Callable[...,
 
 # ---------------------------------------------------------------------------------------------- sensitive cases
 # (issue 18: sharp verdicts) Cases whose output depends on every stage, drawn with independent random signs so that
-# the probabilistic tier of the bounds judges them (``bounds``' random_rows): attention far from uniform (q/k scale up
+# the probabilistic tier of the bounds judges them (``bounds``' drawn inputs): attention far from uniform (q/k scale up
 # to 2³: the largest probability of a row is large, so a wrong score or a wrong probability moves the output), RoPE
 # angles of several radians at every position (rope_theta 10 among the bases), every row "normal" (random signs and
 # magnitudes) but one case in four with a structured row (constant, same sign, an outlier, mixed scales: the
@@ -981,14 +980,10 @@ def pinned(pins: dict[str, Pin]) -> Callable[[Callable[..., Any]], Callable[...,
 
 
 class SharpBlockCase(NamedTuple):
-    """A Block case and the regime of each of its B·T rows (``random_rows``: the rows drawn with random signs)."""
+    """A Block case and the regime of each of its B·T rows."""
 
     case: BlockCase
     kinds: tuple[str, ...]
-
-    @property
-    def random_rows(self) -> bool:
-        return all(k == "normal" for k in self.kinds)
 
     def describe(self) -> dict[str, object]:
         return {**self.case.describe(), "rows": _summarise_kinds(self.kinds)}
@@ -1030,11 +1025,6 @@ def sharp_block_cases(draw: st.DrawFn, dtype: torch.dtype, *, max_dim: int = 32,
 SHARP_BLOCK_PINS = {
     "GQA H=4 G=2": Pin("GQA H=4 G=2", lambda dt: SharpBlockCase(_gqa_block(dt), ("normal",) * 4)),  # x ~ N(0, 1)
 }
-
-
-def random_rows(kinds: tuple[str, ...], shape: tuple[int, ...]) -> np.ndarray:
-    """The rows (leading shape ``shape``) drawn with independent random signs and magnitudes: kind "normal"."""
-    return np.array([k == "normal" for k in kinds], dtype=bool).reshape(shape)
 
 
 def long_positions(T: int, n: int = 48, last: int = 16) -> np.ndarray:

@@ -705,7 +705,7 @@ RMSNORM_FORMULA = (
 )
 
 
-def rmsnorm(x: Any, weight: Any, eps: float, dtype: Any, *, random_rows: Any = False) -> Bound:
+def rmsnorm(x: Any, weight: Any, eps: float, dtype: Any, *, drawn: bool = False) -> Bound:
     """Bound for RMSNorm y = x·r·w, r = (Σx²/D + ε)^(-1/2), output in dtype t (compute in c).
 
     Derivation (first order, relative to |y_i|): Σx²/D in c errs by ≤ γ_(D+1)(u_c) in any order (D squares,
@@ -717,8 +717,8 @@ def rmsnorm(x: Any, weight: Any, eps: float, dtype: Any, *, random_rows: Any = F
 
     Rows whose Σx² overflows c are not judged (``overflow``: every accepted convention returns 0 there).
 
-    ``random_rows`` (True, or a mask over the rows): the law drew these rows with independent random signs and
-    magnitudes; those that also pass ``sites.model_rows`` are judged by the probabilistic tier too
+    ``drawn``: the law drew x (not a user's input): the rows that pass ``sites.model_rows`` (rounding errors the
+    model describes: not constant, no stagnation, no underflow) are judged by the probabilistic tier too
     (``sites.rmsnorm``: Σx² in any order within λ·u·√Q(x²) instead of γ_(D+1)·Σx²).
     """
     p = _P(fmt(dtype).dtype)
@@ -727,7 +727,7 @@ def rmsnorm(x: Any, weight: Any, eps: float, dtype: Any, *, random_rows: Any = F
     y, sq_over = _rmsnorm_e(_given(X, p), w, float(eps), p)
     ov = (_row_overflow([y.v], p, X.shape[:-1]) | sq_over)[..., None] & np.ones(X.shape, dtype=bool)
     var = None
-    model = np.asarray(random_rows, dtype=bool) & sites.model_rows(X, fmt(p.c).smallest_normal, p.uc)
+    model = drawn & sites.model_rows(X, fmt(p.c).smallest_normal, p.uc)
     if model.any():
         var = np.where(model[..., None], sites.rmsnorm(X, w, float(eps), p)[1], np.inf)
     return _finish(y, p, "rmsnorm", RMSNORM_FORMULA, f"D={D}", roundings_t=1, overflow=ov, var=var)
@@ -827,7 +827,7 @@ def rmsnorm_vjp(
     *,
     x_error: np.ndarray | None = None,
     grad_in: Any = None,
-    random_rows: Any = False,
+    drawn: bool = False,
 ) -> tuple[Bound, Bound]:
     """Bounds for the RMSNorm VJP: dx = r·w⊙g − (r³/D)·x·A, A = Σ_j g_j w_j x_j;  dw = Σ_rows g⊙x·r.
 
@@ -881,7 +881,7 @@ def rmsnorm_vjp(
     dw = _contract(flat, _E.exact(np.ones(flat.v.shape[0])), "nd,n->d", max(N, 1), p)
     core = "0.5 + δ: first-order propagation of u_c, u_t roundings through dx = r·w⊙g − r³/D·x·A (any order)"
     var_dx = var_dw = None
-    model = np.asarray(random_rows, dtype=bool) & sites.model_rows(X, fmt(p.c).smallest_normal, p.uc)
+    model = drawn & sites.model_rows(X, fmt(p.c).smallest_normal, p.uc)
     if model.any() and e_gain is None and not shifted and grad_in is None:  # (the cotangent is drawn: random signs)
         rows_x, rows_g = X.reshape(-1, D), G.reshape(-1, D)
         v_dx, v_dw = sites.rmsnorm_vjp(rows_x, w, eps, rows_g, p)
@@ -1185,7 +1185,7 @@ def block(
     dtype: Any,
     *,
     random_weights: bool = False,
-    random_rows: bool = False,
+    drawn: bool = False,
     tokens: Any = None,
 ) -> Bound:
     """Bound for the pre-norm Block out = h + SwiGLU(RMSNorm(h)), h = x + attn(RMSNorm(x)), output in t.
@@ -1200,8 +1200,7 @@ def block(
 
     ``tokens`` (query indices, default all): the bound of out[:, tokens] only (every key still counts): a long
     sequence is judged on a sample of its positions. The probabilistic tier (``sites.block``) applies when the law
-    drew the weights (``random_weights``) and every row of x with independent random signs (``random_rows``) that
-    passes ``sites.model_rows``.
+    drew the weights (``random_weights``) and x (``drawn``), and every row of x passes ``sites.model_rows``.
     """
     p = _P(fmt(dtype).dtype)
     X = _exact(x)
@@ -1233,7 +1232,7 @@ def block(
     judged = "" if nJ == T else f" ({nJ} positions judged)"
     note = f"D={D}, T={T}{judged}, H={config.n_heads}, G={config.n_kv_heads}, F={Wf[0].shape[0]}"
     var, fixed = None, 0.0
-    if random_weights and random_rows and bool(sites.model_rows(X, fmt(p.c).smallest_normal, p.uc).all()):
+    if random_weights and drawn and bool(sites.model_rows(X, fmt(p.c).smallest_normal, p.uc).all()):
         var, fixed = sites.block(X, P, config, p, J)
     return _finish(out, p, "block", core, note, roundings_t=24, overflow=ov, var=var, fixed=fixed)
 

@@ -94,7 +94,7 @@ def _reduction_var(total: np.ndarray, largest: np.ndarray, squares: np.ndarray, 
     return u * u * (partial + per_term * squares) + 2 * np.asarray(n) * tiny * tiny
 
 
-EXACT_LARGEST = 256  # dot products longer than this bound their largest term by max|W_j·|·max|a| (cheap; Q ≥ the
+EXACT_LARGEST = 128  # dot products longer than this bound their largest term by max|W_j·|·max|a| (cheap; Q ≥ the
 # sign-aware bound there anyway)
 
 
@@ -158,6 +158,15 @@ def model_rows(x: np.ndarray, smallest_normal: float, u: float) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------------- RMSNorm
+def sorted_tree_squares(terms: np.ndarray) -> np.ndarray:
+    """Σ_{k=2..n} T_k² over the last axis, T_k the sum of the k largest |terms|: ≥ Σ_ν S_ν² over every summation
+    tree (the ν-th smallest addition has at most ν + 1 terms: |S_ν| ≤ T_(ν+1)); ≤ :func:`tree_squares` (a sort per
+    row: for the norms' D squares)."""
+    a = -np.sort(-np.abs(terms), axis=-1)
+    T = np.cumsum(a, axis=-1)
+    return np.sum(T[..., 1:] ** 2, axis=-1)
+
+
 def _norm_r_var(xv: np.ndarray, eps: float, p: Precisions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(r, ρ, var of the relative error of r) for r = (Σx²/D + ε)^-½ computed in c: Σx²/D in any order (the D
     squares, the partial sums, the 1/D scaling per term or once), ε rounded to c and the addition (relative to
@@ -169,8 +178,7 @@ def _norm_r_var(xv: np.ndarray, eps: float, p: Precisions) -> tuple[np.ndarray, 
     with np.errstate(divide="ignore", invalid="ignore"):
         r = 1.0 / np.sqrt(v)
         rho = np.where(v > 0, (S / D) / v, 0.0)
-        var_S = _reduction_var(S, sq.max(axis=-1, keepdims=True), (sq * sq).sum(-1, keepdims=True), D, p.uc, 0, 2)
-        var_S = var_S + (p.uc * S) ** 2
+        var_S = p.uc**2 * (sorted_tree_squares(sq)[..., None] + 2 * (sq * sq).sum(-1, keepdims=True) + S * S)
         rel_S = np.where(S > 0, var_S / (S * S), 0.0)
     uc2 = p.uc * p.uc
     return r, rho, 0.25 * rho * rho * rel_S + 0.25 * uc2 * ((1 - rho) ** 2 + 1) + 2 * uc2

@@ -52,7 +52,7 @@ def test_rmsnorm_random_rows_stay_within_both_tiers_in_every_order(dtype: torch.
         x = _exact(rng.standard_normal((3, D)) * np.array([[1.0], [1e-1], [30.0]]), dtype)
         w = _exact(rng.uniform(0.5, 1.5, D) * rng.choice((-1.0, 1.0), D), dtype)
         xt, wt = torch.from_numpy(x).to(dtype), torch.from_numpy(w).to(dtype)
-        b = bounds.rmsnorm(xt, wt, EPS, dtype, random_rows=True)
+        b = bounds.rmsnorm(xt, wt, EPS, dtype, drawn=True)
         assert b.prob is not None and np.isfinite(b.prob).all(), "random rows: the probabilistic tier applies"
         gold = golden.rmsnorm(xt, wt, EPS)
         for order in orders.ORDERS:
@@ -96,7 +96,7 @@ def test_block_random_rows_stay_within_both_tiers_in_every_order(dtype: torch.dt
         cfg = ModelConfig(dim=D, n_heads=H, n_kv_heads=G, ffn_dim=F, rope_theta=theta, max_seq_len=T)
         x = torch.from_numpy(np.random.default_rng(T).standard_normal((1, T, D))).to(dtype)
         params = S.block_params(cfg, dtype, seed=T + D, scale=1.0, logit_scale=scale)
-        b = bounds.block(x, params, cfg, dtype, random_weights=True, random_rows=True)
+        b = bounds.block(x, params, cfg, dtype, random_weights=True, drawn=True)
         assert b.prob is not None and np.isfinite(b.prob).all(), "random rows: the probabilistic tier applies"
         gold = golden.block(x, params, cfg)
         P = {k: v.double().numpy() for k, v in params.items()}
@@ -119,7 +119,7 @@ def test_structured_rows_keep_the_deterministic_bound_alone() -> None:
     tiny = rng.standard_normal(D) * 2.0**-70  # squares below fp32's smallest normal
     assert not sites.model_rows(tiny, 2.0**-126, 2.0**-24)
     x = torch.from_numpy(rows).float()
-    b = bounds.rmsnorm(x, torch.ones(D), EPS, torch.float32, random_rows=True)
+    b = bounds.rmsnorm(x, torch.ones(D), EPS, torch.float32, drawn=True)
     assert np.isinf(b.prob[:3]).all() and np.isfinite(b.prob[3]).all()
     assert bounds.rmsnorm(x, torch.ones(D), EPS, torch.float32).prob is None  # the law did not draw them
 
@@ -134,7 +134,7 @@ def test_rmsnorm_gradients_of_random_rows_stay_within_both_tiers_in_every_order(
         w = _exact(rng.uniform(0.5, 1.5, D) * rng.choice((-1.0, 1.0), D), dtype)
         g = _exact(rng.standard_normal((N, D)), dtype)
         xt, wt, gt = (torch.from_numpy(a).to(dtype) for a in (x, w, g))
-        bdx, bdw = bounds.rmsnorm_vjp(xt, wt, EPS, gt, dtype, random_rows=True)
+        bdx, bdw = bounds.rmsnorm_vjp(xt, wt, EPS, gt, dtype, drawn=True)
         assert bdx.prob is not None and bdw.prob is not None
         gdx, gdw = golden.rmsnorm_vjp(xt, wt, EPS, gt)
         for order in dot_orders:

@@ -51,10 +51,10 @@ def block_matches_golden(impl: Implementation, dtype: DType, device: str, data: 
     """|out − golden| ≤ bounds.block elementwise for the pre-norm block (GQA with G = 1, G = H and 1 < G < H; sharp
     attention, RoPE angles of radians; random rows also within the probabilistic tier)."""
     sc = data.draw(S.sharp_block_cases(dtype, max_dim=32, max_tokens=6), label="case")
-    c, random = (sc.case, sc.random_rows) if isinstance(sc, S.SharpBlockCase) else (sc, False)  # pins: BlockCase
+    c = sc.case if isinstance(sc, S.SharpBlockCase) else sc  # (the pins are BlockCases)
     note(sc)
     y = block_forward(impl, c.x, c.config, c.params, dtype, device)
-    b = bounds.block(c.x, c.params, c.config, dtype, random_weights=True, random_rows=random)
+    b = bounds.block(c.x, c.params, c.config, dtype, random_weights=True, drawn=True)
     assert_matches_golden(y, golden.block(c.x, c.params, c.config), b)
 
 

@@ -177,7 +177,7 @@ def _block_life(impl: Implementation, dtype: DType, device: str, life: BlockLife
 
     def check(module: torch.nn.Module, x: torch.Tensor, p: dict, config, when: str) -> None:
         y = call(module, x.to(device), component="Block")
-        b = bounds.block(x, p, config, dtype, random_weights=True)
+        b = bounds.block(x, p, config, dtype, random_weights=True, drawn=True)  # (model_rows: not constant ones)
         assert_matches_golden(y, golden.block(x, p, config), b, what=f"out {when}", record=False)
 
     m = build_block(impl, cfg, c.params, dtype, device)

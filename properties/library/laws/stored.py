@@ -64,7 +64,7 @@ def rmsnorm_matches_stored_golden(impl: Implementation, dtype: DType, device: st
         _note(case)
         x, w, eps = case.tensor("x"), case.tensor("weight"), case.params["eps"]
         y = rmsnorm_forward(impl, x, w, eps, dtype, device)
-        b = bounds.rmsnorm(x, w, eps, dtype, random_rows=True)  # the generator's rows (model_rows: not the structured)
+        b = bounds.rmsnorm(x, w, eps, dtype, drawn=True)  # the generator's rows (model_rows: not the structured)
         assert_matches_golden(y, case.golden, b, what=f"y [{case.id}]")
 
 
@@ -89,7 +89,7 @@ def block_matches_stored_golden(impl: Implementation, dtype: DType, device: str)
         params = {k: case.tensor(k) for k in golden.BLOCK_PARAMS}
         y = block_forward(impl, x, config, params, dtype, device)
         J = S.long_positions(x.shape[1])  # a long sequence: judged at a sample of positions (every key counts)
-        b = bounds.block(x, params, config, dtype, random_weights=True, random_rows=True, tokens=J)
+        b = bounds.block(x, params, config, dtype, random_weights=True, drawn=True, tokens=J)
         gold = golden.Golden(case.golden.hi[:, J], case.golden.lo[:, J])
         assert_matches_golden(y[:, J], gold, b, what=f"out [{case.id}]")
 
