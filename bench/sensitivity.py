@@ -2,9 +2,10 @@
 
 An emulated Block (``tests/numerics/orders.block``, every operation in its compute dtype) errs at ONE stage — the
 norms' r, the q/k/v projections, the RoPE angles, the cos/sin tables, the scores, the probabilities, the softmax
-sum, p·v, W_o's output, the SiLU gate, the up projection, W_down's output — by k units of roundoff of the compute
-dtype (each value times 1 + k·u_c·ξ, ξ = ±1 at random), and is judged against golden with the law's bound. For each
-stage the smallest k = 2^j at which the law fails: the law sees an error k times a correct rounding of that stage.
+sum, p·v, W_o's output, the SiLU gate, the up projection, W_down's output — by k units of roundoff u (each value
+times 1 + k·u·ξ, ξ = ±1 at random; u of the compute dtype, or of the storage dtype t for 16-bit storage, where an
+accepted convention may round every stage to t), and is judged against golden with the law's bound. For each stage
+the smallest k = 2^j at which the law fails: the law sees an error k times a correct rounding of that stage.
 A bf16 stage in an fp32 block errs by ~2^15 u_fp32.
 
     python bench/sensitivity.py                 # the stored T = 1024 fp32 cases and a drawn-size sharp case
@@ -88,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--order", default="pairwise", help="the emulation's reduction order (tests/numerics/orders)")
     args = parser.parse_args(argv)
     dtype = fmt(args.dtype).dtype
-    uc = fmt(bounds.compute_dtype(dtype)).u
+    # the unit: one rounding of the stage as an accepted convention may commit it — to t for 16-bit storage (HF
+    # rounds every stage to t), in c otherwise
+    uc = fmt(dtype).u if dtype in (torch.float16, torch.bfloat16) else fmt(bounds.compute_dtype(dtype)).u
     for name, x, params, cfg, gold in _cases(dtype):
         T = x.shape[1]
         J = S.long_positions(T)
