@@ -1,0 +1,84 @@
+"""The probabilistic tier's coefficients are exact: perturbing one stage of an emulated Block by independent relative
+errors δ ~ U[−β, β] moves the output with a variance at most — and of the order of — what ``sites.block`` charges
+that stage's sites (β²/3 per unit of variance proxy: the variance of U[−β, β]).
+
+The emulation (``tests/numerics/orders.block``) runs in float64 with β = 2⁻³⁰, so its own roundings are negligible
+and the response to the perturbation is first order; ``sites.block`` is evaluated with u = β. Each stage maps onto
+the site classes that cover it (``sites.TRACE``); a coefficient left out or too small would show as an empirical
+variance above the charge, a grossly loose one as a ratio far below it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from nanolm_core import ModelConfig
+from properties.library import strategies as S
+from properties.numerics import sites
+from tests.numerics import orders
+
+BETA = 2.0**-30
+TRIALS = 400
+STAGE_CLASSES = {  # the emulation's stage → the site classes whose charge covers it
+    "norm": ("attn.norm", "ffn.norm"),
+    "qkv": ("q", "k", "v"),
+    "angles": ("rope.tables",),
+    "tables": ("rope.tables",),
+    "scores": ("softmax.scores+probs",),
+    "softmax": ("softmax.scores+probs",),
+    "softmax_sum": ("softmax.sum",),
+    "pv": ("attn.pv",),
+    "wo": ("attn.out",),
+    "gate": ("ffn.hidden",),
+    "up": ("ffn.hidden",),
+    "down": ("ffn.down",),
+}
+
+
+class _Beta:
+    """Precisions with u = β in c and t = c (float64 storage): every site charged at β."""
+
+    uc = ut = u_store = BETA
+    narrow = False
+    tiny_c = tiny_t = 0.0
+
+
+def _case() -> tuple[np.ndarray, dict[str, np.ndarray], ModelConfig]:
+    cfg = ModelConfig(dim=16, n_heads=2, n_kv_heads=1, ffn_dim=24, max_seq_len=8, rope_theta=10.0)
+    x = np.random.default_rng(3).standard_normal((1, 6, 16))
+    params = S.block_params(cfg, torch.float64, seed=4, scale=1.0, logit_scale=3.0)
+    return x, {k: v.numpy() for k, v in params.items()}, cfg
+
+
+@pytest.fixture(scope="module")
+def charged() -> dict[str, np.ndarray]:
+    x, P, cfg = _case()
+    sites.TRACE = {}
+    try:
+        sites.block(x, P, cfg, _Beta())
+        return {k: np.sum(v, axis=0) for k, v in sites.TRACE.items()}
+    finally:
+        sites.TRACE = None
+
+
+@pytest.mark.parametrize("stage", list(STAGE_CLASSES))
+def test_a_stage_moves_the_output_by_at_most_what_its_sites_are_charged(stage: str, charged) -> None:
+    x, P, cfg = _case()
+    exact = orders.block(x, P, cfg, torch.float64, "pairwise")
+    rng = np.random.default_rng(len(stage))
+
+    def perturb(name: str, v: np.ndarray) -> np.ndarray:
+        return v * (1 + rng.uniform(-BETA, BETA, v.shape)) if name == stage else v
+
+    runs = [orders.block(x, P, cfg, torch.float64, "pairwise", perturb=perturb) - exact for _ in range(TRIALS)]
+    empirical = np.mean(np.stack(runs) ** 2, axis=0)[0]  # (T, D)
+    charge = sum(charged[c] for c in STAGE_CLASSES[stage]) / 3
+    free = charge == 0  # (token 0 attends to itself alone: its output does not depend on scores or RoPE)
+    assert np.all(empirical[free] <= 1e-6 * BETA**2), f"{stage}: moves outputs that its sites are not charged for"
+    ratio = empirical[~free] / charge[~free]
+    # sampling: 400 trials estimate a variance within ~±30% (3 standard errors of a chi-square-like mean)
+    assert float(ratio.max()) <= 1.3, f"{stage}: the output moves by up to {ratio.max():.3g}× its sites' charge"
+    # (the charge of a class also covers sites the emulation does not perturb: the exp, s − max, the reductions)
+    assert float(np.median(ratio)) >= 1e-5, f"{stage}: charged {1 / np.median(ratio):.3g}× what it moves"
