@@ -486,7 +486,7 @@ def _fn(a: _E, value: np.ndarray, deriv: np.ndarray) -> _E:
 def _mix(e: np.ndarray, W: np.ndarray, random_weights: bool) -> np.ndarray:
     """Bound on |W e| given |e| ≤ ``e`` elementwise (rows of W mix the last axis of e): Σ|W|·e, or, for weights
     drawn with independent symmetric signs, min(Σ|W|·e, λ·√(Σ W²·e²)) (Hoeffding over the signs of W)."""
-    det = e @ np.abs(W).T
+    det = sites.matmul(e, np.abs(W).T)
     if not random_weights:
         return det
     # the 2-norm scaled by the largest term of each side: e² of an error near 1e-300 underflows to 0 in float64
@@ -495,7 +495,7 @@ def _mix(e: np.ndarray, W: np.ndarray, random_weights: bool) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         en = e / np.where(se > 0, se, 1.0)  # a row of zeros stays zeros
         wn = W / sw if sw > 0 else W
-        prob = LAMBDA * se * sw * np.sqrt((en * en) @ (wn * wn).T)
+        prob = LAMBDA * se * sw * np.sqrt(sites.matmul(en * en, (wn * wn).T))
     return np.minimum(det, np.where(np.isnan(prob), np.inf, prob))
 
 

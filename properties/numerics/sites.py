@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 __all__ = [
+    "matmul",
     "model_rows",
     "rmsnorm",
     "swiglu",
@@ -58,15 +59,20 @@ class Precisions(Protocol):
     tiny_t: float  # absolute error of a rounding to t in the subnormal range (half its spacing)
 
 
-def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a @ b through torch (float64): its thread count is the run's (``--threads``), where numpy's BLAS would start
     threads of its own on a loaded machine (a stack of small products: 30× slower measured on 2 busy cores)."""
-    return torch.matmul(torch.from_numpy(np.ascontiguousarray(a)), torch.from_numpy(np.ascontiguousarray(b))).numpy()
+    return torch.matmul(_tensor(a), _tensor(b)).numpy()
+
+
+def _tensor(a: np.ndarray) -> torch.Tensor:
+    """A zero-copy view where numpy's strides allow it (a transposed matrix is read in place, not copied)."""
+    return torch.from_numpy(a) if all(st >= 0 for st in a.strides) else torch.from_numpy(np.ascontiguousarray(a))
 
 
 def _es(spec: str, *operands: np.ndarray) -> np.ndarray:
     """einsum through torch (as :func:`_mm`)."""
-    return torch.einsum(spec, *(torch.from_numpy(np.ascontiguousarray(o)) for o in operands)).numpy()
+    return torch.einsum(spec, *(_tensor(o) for o in operands)).numpy()
 
 
 # ---------------------------------------------------------------------------------------------- reductions
@@ -109,7 +115,7 @@ def _linear_terms(a: np.ndarray, W: np.ndarray, W2: np.ndarray | None = None) ->
     """For y = a Wᵀ (rows of a, nn.Linear W (m, n); W2 = W², if at hand): Σ_k |W_jk a_k|, max_k |W_jk a_k| (or an
     upper bound of it for n > EXACT_LARGEST) and Σ_k (W_jk a_k)²."""
     aa, Wa = np.abs(a), np.abs(W)
-    total, squares = _mm(aa, Wa.T), _mm(aa * aa, (W * W if W2 is None else W2).T)
+    total, squares = matmul(aa, Wa.T), matmul(aa * aa, (W * W if W2 is None else W2).T)
     if W.shape[1] > EXACT_LARGEST:
         return total, aa.max(axis=-1, keepdims=True, initial=0.0) * Wa.max(axis=-1, initial=0.0), squares
     largest = np.empty_like(total)
@@ -246,7 +252,7 @@ def _swiglu_hidden(b: np.ndarray, Wg: np.ndarray, Wu: np.ndarray, p: Precisions)
     """The hidden units of SwiGLU on rows b (exact) and the variance proxies of their own roundings, per unit:
     g, u (a D-term dot product each, possibly rounded to t), silu (4 roundings in c, possibly rounded to t), h = s·u
     (one rounding in c, possibly rounded to t). ``c_g``, ``c_u``, ``c_s``: ∂h/∂g, ∂h/∂u, ∂h/∂s."""
-    g, u = _mm(b, Wg.T), _mm(b, Wu.T)
+    g, u = matmul(b, Wg.T), matmul(b, Wu.T)
     _, s, ds = _silu(g)
     h = s * u
     var_g = _linear_var(b, Wg, p) + _to_t(g, p)
@@ -264,8 +270,8 @@ def swiglu(x: np.ndarray, Wg: np.ndarray, Wu: np.ndarray, Wd: np.ndarray, p: Pre
     units are distinct roundings), and W_d's own F-term dot product."""
     hid = _swiglu_hidden(x, Wg, Wu, p)
     Wd2 = Wd * Wd
-    y = _mm(hid["h"], Wd.T)
-    var = _mm(hid["own"], Wd2.T) + _linear_var(hid["h"], Wd, p, Wd2)
+    y = matmul(hid["h"], Wd.T)
+    var = matmul(hid["own"], Wd2.T) + _linear_var(hid["h"], Wd, p, Wd2)
     return y, np.where(_squares_underflow(hid["s"], hid["h"], y)[:, None], np.inf, var)
 
 
@@ -361,7 +367,7 @@ def _block_one(x: np.ndarray, P: dict[str, np.ndarray], cfg: Any, p: Precisions,
     f: dict[str, Any] = {"T": T, "D": D, "H": H, "G": G, "K": K, "rep": H // G, "sq": 1.0 / math.sqrt(K)}
     n1 = _norm_forward(x, P["attn_norm.weight"], eps, p)
     a = n1["y"]
-    q, k, v = (_mm(a, W.T) for W in (Wq, Wk, Wv))
+    q, k, v = (matmul(a, W.T) for W in (Wq, Wk, Wv))
     q3, k3, v3 = q.reshape(T, H, K), k.reshape(T, G, K), v.reshape(T, G, K)
     freq, b_freq = rope_frequencies(K, float(cfg.rope_theta), p.uc)
     ang = np.arange(T)[:, None] * freq[None, :]  # (T, K/2)
@@ -377,7 +383,7 @@ def _block_one(x: np.ndarray, P: dict[str, np.ndarray], cfg: Any, p: Precisions,
     # roundings of a reach q_s, k_s, v_s together: Σ_m (γ·W[:, m])²·B_m² ≤ λ_max(diag(B)WᵀW diag(B))·‖γ‖²
     Wqkv = np.concatenate([Wq, Wk, Wv])
     Ba = np.sqrt(n1["elem"])  # (T, D)
-    gram = Ba[:, :, None] * _mm(Wqkv.T, Wqkv)[None] * Ba[:, None, :]
+    gram = Ba[:, :, None] * matmul(Wqkv.T, Wqkv)[None] * Ba[:, None, :]
     lam_a = torch.linalg.eigvalsh(torch.from_numpy(gram)).numpy()[:, -1]  # (T,) (torch: the run's threads)
     f["var_v"] = (_linear_var(a, Wv, p) + _to_t(v, p)).reshape(T, G, K) + lam_a[:, None, None]
     f["var_k"] = (_linear_var(a, Wk, p) + _to_t(k, p)).reshape(T, G, K) + lam_a[:, None, None]
@@ -404,14 +410,14 @@ def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarra
 
     # the exact forward of the queries J (every key): scores, softmax, p·v, W_o, residual, ffn norm, FFN
     mask = (np.arange(T)[None, :] <= J[:, None])[None]  # (1, nJ, T)
-    S_all = np.where(mask, _mm(qp[J].transpose(1, 0, 2), kx.transpose(1, 2, 0)) * sq, -np.inf)  # (H, nJ, T)
+    S_all = np.where(mask, matmul(qp[J].transpose(1, 0, 2), kx.transpose(1, 2, 0)) * sq, -np.inf)  # (H, nJ, T)
     mJ = S_all.max(axis=-1, keepdims=True)
     with np.errstate(under="ignore"):
         e = np.where(mask, np.exp(S_all - mJ), 0.0)
     ZJ = e.sum(axis=-1)  # (H, nJ)
     Pj = e / ZJ[..., None]
-    oJ = _mm(Pj, vx.transpose(1, 0, 2)).transpose(1, 0, 2)  # (nJ, H, K)
-    attJ = _mm(oJ.reshape(nJ, H * K), Wo.T)
+    oJ = matmul(Pj, vx.transpose(1, 0, 2)).transpose(1, 0, 2)  # (nJ, H, K)
+    attJ = matmul(oJ.reshape(nJ, H * K), Wo.T)
     hJ = f["x"][J] + attJ
     n2 = _norm_forward(hJ, f["w2"], f["eps"], p)
     hid = _swiglu_hidden(n2["y"], Wg, Wu, p)
@@ -420,13 +426,13 @@ def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarra
     Ffn = _es("if,tf,fm->tim", Wd, hid["c_g"], Wg) + _es("if,tf,fm->tim", Wd, hid["c_u"], Wu)
     r2, w2 = n2["r"], f["w2"]
     N2 = r2[..., None] * (np.diag(w2)[None] - (w2 * hJ)[:, :, None] * hJ[:, None, :] * (r2 * r2 / D)[..., None])
-    Gt = np.eye(D)[None] + _mm(Ffn, N2)
-    M = _mm(Gt, Wo).reshape(nJ, D, H, K)
+    Gt = np.eye(D)[None] + matmul(Ffn, N2)
+    M = matmul(Gt, Wo).reshape(nJ, D, H, K)
     G2 = Gt * Gt
 
     # FFN and the residual (row-wise)
-    var = _traced("ffn.down", _linear_var(hid["h"], Wd, p) + _stored(_mm(hid["h"], Wd.T), p))
-    var += _traced("ffn.hidden", _mm(hid["own"], (Wd * Wd).T))
+    var = _traced("ffn.down", _linear_var(hid["h"], Wd, p) + _stored(matmul(hid["h"], Wd.T), p))
+    var += _traced("ffn.hidden", matmul(hid["own"], (Wd * Wd).T))
     var += _traced(
         "ffn.norm", _es("tim,tm->ti", Ffn * Ffn, n2["elem"]) + _es("tim,tm->ti", Ffn, n2["y"]) ** 2 * n2["var_r"]
     )
@@ -453,17 +459,19 @@ def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarra
     aq, ak = np.abs(qp[J]), np.abs(kx)
     qk_max = (aq[:, None] * ak[None]).max(axis=-1).transpose(2, 0, 1) * sq  # (H, nJ, T)
     aqh, akh = aq.transpose(1, 0, 2), ak.transpose(1, 2, 0)  # (H, nJ, K), (H, K, T)
-    var_S = _reduction_var(_mm(aqh, akh) * sq, qk_max, _mm(aqh * aqh, akh * akh) * sq * sq, K, p.uc, p.tiny_c * sq)
+    var_S = _reduction_var(
+        matmul(aqh, akh) * sq, qk_max, matmul(aqh * aqh, akh * akh) * sq * sq, K, p.uc, p.tiny_c * sq
+    )
     var_S = np.where(mask, var_S + (uc2 + 2 * ut2) * SJ * SJ + uc2 * (SJ - mJ) ** 2 + uc2, 0.0)
     tiny_t2 = p.tiny_t**2 if p.narrow else 0.0
     var_P = np.where(mask, (uc2 + ut2) * Pj * Pj + (p.tiny_c / ZJ[..., None]) ** 2 + tiny_t2, 0.0)
     w = Pj[..., None] * (vx.transpose(1, 0, 2)[:, None] - oJ.transpose(1, 0, 2)[:, :, None])  # (H,nJ,T,K)
     vv = (vx[:, :, :, None] * vx[:, :, None, :]).reshape(T, H, K * K).transpose(1, 0, 2)  # (H, T, K²)
-    C = _mm((w * var_S[..., None]).swapaxes(-1, -2), w) + _mm(var_P, vv).reshape(H, nJ, K, K)
+    C = matmul((w * var_S[..., None]).swapaxes(-1, -2), w) + matmul(var_P, vv).reshape(H, nJ, K, K)
     var += _traced("softmax.scores+probs", _es("tihk,htkl,tihl->ti", M, C, M))
 
     # q_t and q'_t: o_t moves by A_t·Δq'_t, A_t = Σ_s ∂o_t/∂score_ts·k'_sᵀ/√K; q'_t = R_t q_t
-    MA = _es("tihk,htkl->tihl", M, _mm(w.swapaxes(-1, -2), kx.transpose(1, 0, 2)[:, None]) * sq)  # ∂out_t/∂q'_t
+    MA = _es("tihk,htkl->tihl", M, matmul(w.swapaxes(-1, -2), kx.transpose(1, 0, 2)[:, None]) * sq)  # ∂out_t/∂q'_t
     R = np.zeros((nJ, K, K))
     for j in range(K):
         partner = (j + half) % K
@@ -482,7 +490,7 @@ def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarra
     coef_r = np.zeros((nJ, T, D))
     coef_r[np.arange(nJ), J] += _es("tihk,thk->ti", MA, qp[J])
     for h in range(H):  # Σ_h P_hts·(M_t[:, h, :]·v_s): (nJ, T, K) @ (nJ, K, D)
-        coef_r += _mm(Pj[h][:, :, None] * vx[None, :, h, :], M[:, :, h, :].swapaxes(-1, -2))
+        coef_r += matmul(Pj[h][:, :, None] * vx[None, :, h, :], M[:, :, h, :].swapaxes(-1, -2))
     diag = (np.arange(nJ), J)
     for g in range(G):
         hs = np.arange(g * rep, (g + 1) * rep)
@@ -491,7 +499,7 @@ def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarra
         Pi = _es("ats,bts,sk->tabk", Pj[hs], Pj[hs], f["var_v"][:, g, :])
         var += _traced("v", _es("tiak,tibk,tabk->ti", Mg, Mg, Pi))
         # keys: U = ∂out_t/∂score_ts, then per key site its coefficient on the score
-        U = _mm(w[hs], Mg.transpose(2, 0, 3, 1))  # (rep, nJ, T, D): ∂out_t/∂score_ts
+        U = matmul(w[hs], Mg.transpose(2, 0, 3, 1))  # (rep, nJ, T, D): ∂out_t/∂score_ts
         coef_r += (U * SJ[hs][..., None]).sum(axis=0)
         qpg = qp[J][:, hs, :]  # (nJ, rep, K)
         qt = qpg[:, :, None, :] * cos[None, None] - _rot(qpg)[:, :, None, :] * sin[None, None]  # R_sᵀ q'_t
@@ -502,7 +510,7 @@ def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarra
         wk_, vk_ = (f["rope_k"][:, g, :] + tables).T, f["var_k"][:, g, :]
         for a_ in range(rep):
             for b_ in range(a_, rep):
-                V[:, :, a_, b_] = _mm(qpg[:, a_] * qpg[:, b_], wk_) + ((qt[:, a_] * qt[:, b_]) * vk_).sum(-1)
+                V[:, :, a_, b_] = matmul(qpg[:, a_] * qpg[:, b_], wk_) + ((qt[:, a_] * qt[:, b_]) * vk_).sum(-1)
                 V[:, :, a_, b_] += ((angk[:, a_] * angk[:, b_]) * f["bang"]).sum(-1)
                 V[:, :, b_, a_] = V[:, :, a_, b_]
         for a_ in range(rep):
@@ -514,7 +522,7 @@ def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarra
         )  # fmt: skip
         Ud = U[:, diag[0], J]  # (rep, nJ, D)
         var += _traced("rope.tables", _es("ati,bti,tab->ti", Ud, Ud, Vt) / K)
-        freq_coef = freq_coef + _mm(U.swapaxes(-1, -2), angk.swapaxes(0, 1) * ang).sum(axis=0) * sq  # via keys
+        freq_coef = freq_coef + matmul(U.swapaxes(-1, -2), angk.swapaxes(0, 1) * ang).sum(axis=0) * sq  # via keys
     var += _traced("attn.norm", _es("tsi,s->ti", coef_r * coef_r, f["var_r1"]))
     fixed = _es("tij,j->ti", np.abs(freq_coef), f["b_freq"])
     return var, fixed
