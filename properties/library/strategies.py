@@ -1027,7 +1027,7 @@ SHARP_BLOCK_PINS = {
 }
 
 
-def long_positions(T: int, n: int = 48, last: int = 16) -> np.ndarray:
+def long_positions(T: int, n: int = 24, last: int = 8) -> np.ndarray:
     """A sample of query positions of a long sequence, judged against golden: the last ``last`` (every key before
     them), each power of two and its neighbours (block boundaries of real kernels), and ``n`` evenly spaced."""
     if T <= n + last:
