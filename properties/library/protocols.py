@@ -33,7 +33,8 @@ Gradient protocols (``GRADIENT``: those of ``FORWARD`` that record a graph, and)
                        (judged where a third pass shows the backward deterministic; measured otherwise)
     forwards between   before the backward, the module runs on another input in the same graph (that output's
                        cotangent zero) and once more under torch.no_grad()
-    cotangent: sum     the cotangent of y.sum(): ones, broadcast with stride 0 over a buffer of NaN
+    cotangent: sum     the cotangent of y.sum(): ones, broadcast with stride 0 over a buffer of NaN (y.mean()'s is
+                       1/N materialised, contiguous: a value, not a layout)
     cotangent: row     one row of cotangent broadcast over the rows (stride 0 there)
     cotangent: transposed / strided   the cotangent in transposed storage / every other row of a NaN buffer
     partial            the input's gradient with every parameter frozen, the parameters' with the input detached
