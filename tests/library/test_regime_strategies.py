@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 import torch
 
+from golden.formats import FORMATS
 from properties.library import strategies as S
 from properties.library.laws import domain, lifecycle, sequence
 from properties.numerics import bounds
 from tests.common.search import reach
 
-DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
+DTYPES = tuple(f.dtype for f in FORMATS)
 
 
 @pytest.mark.parametrize("shape", [(5, 7), (2, 3, 6), (4, 1)])

@@ -92,15 +92,8 @@ def swiglu_maps_zero_to_zero(impl: Implementation, dtype: DType, device: str, da
     assert_bitwise_equal(y, torch.zeros_like(c.x), what="SwiGLU(0)")
 
 
-class _G:
-    """A double-double golden (hi, lo), as golden.Golden."""
-
-    def __init__(self, hi: np.ndarray, lo: np.ndarray) -> None:
-        self.hi, self.lo = hi, lo
-
-
 @functools.lru_cache(maxsize=4)
-def _silu_gate_golden(dtype: torch.dtype) -> tuple[torch.Tensor, _G, bounds.Bound]:
+def _silu_gate_golden(dtype: torch.dtype) -> tuple[torch.Tensor, dd.DD, bounds.Bound]:
     """All finite values of a 16-bit dtype as an (N, 1) tensor, golden silu(x)·x and its bound.
 
     D = F = 1: one value per token, so an overflowing product (inf) cannot meet a zero weight (0·inf = NaN).
@@ -108,7 +101,7 @@ def _silu_gate_golden(dtype: torch.dtype) -> tuple[torch.Tensor, _G, bounds.Boun
     x = S.all_finite_values(dtype).reshape(-1, 1)
     s = golden.silu(x)
     prod = dd.mul_d(dd.DD(np.asarray(s.hi), np.asarray(s.lo)), as_f64(x))
-    return x, _G(np.asarray(prod.hi), np.asarray(prod.lo)), bounds.silu_gate(x, dtype)
+    return x, dd.DD(np.asarray(prod.hi), np.asarray(prod.lo)), bounds.silu_gate(x, dtype)
 
 
 @law("SwiGLU", dtypes=(torch.bfloat16, torch.float16))
