@@ -168,9 +168,10 @@ class AddRMSNorm(nanolm_core.AddRMSNorm):
     def forward(self, x: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         check_features(x, self.dim, "AddRMSNorm", self.weight)
         check_same(residual, x, "residual", "AddRMSNorm")
-        rows = (x.reshape(-1, self.dim), residual.reshape(-1, self.dim))
-        y, h = compiled("add_rmsnorm")(*rows, self.weight, float(self.eps))
-        return y.reshape(x.shape), h.reshape(x.shape)
+        # x and residual as they are, not flattened to rows: two views of the inputs would get views of one
+        # gradient buffer (h = x + r hands both the same gradient), which autograd steals into both .grad
+        # (pytorch/pytorch#34082) — a second backward then adds twice (gradient accumulation double-counts)
+        return compiled("add_rmsnorm")(x, residual, self.weight, float(self.eps))
 
 
 class SwiGLU(nanolm_core.SwiGLU):

@@ -18,6 +18,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import golden
+from properties.library import protocols
 from properties.library import strategies as S
 from properties.library.assertions import as_f64, assert_bitwise_equal, assert_matches_golden, assert_unchanged, fail
 from properties.library.context import current, measure
@@ -67,6 +68,7 @@ def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
 @given(data=st.data())
 @example(data=PINS["zero branch"])
 @example(data=PINS["wide rows, D=1024"])
+@protocols.honoured(protocols.FORWARD, pin=S.PROTOCOL_PINS["AddRMSNorm"])
 def add_rmsnorm_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """|y − golden| ≤ bounds.add_rmsnorm elementwise, y = RMSNorm of the exact sum x + r, and h is x + r correctly
     rounded — in every row regime of the stream and every branch (small, comparable, large, cancelling, zero)."""
@@ -142,6 +144,7 @@ def add_rmsnorm_preserves_shape_dtype_device(impl: Implementation, dtype: DType,
 @law("AddRMSNorm", cost=2)
 @given(data=st.data())
 @example(data=PINS["AddRMSNorm, 160 rows"])
+@protocols.honoured(protocols.GRADIENT, pin=S.PROTOCOL_PINS["AddRMSNorm gradients"])
 def add_rmsnorm_gradients_match_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """The backward pass for random cotangents of y and h matches golden.add_rmsnorm_vjp within bounds.add_rmsnorm_vjp:
     x and r receive one gradient, dx = dr = dx_RMSNorm(h) + g_h (each judged), and dγ (pinned at 160 rows)."""
