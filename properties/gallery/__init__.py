@@ -283,6 +283,8 @@ PITFALLS: dict[str, Pitfall] = dict([
            "d(residual) without the stream's own gradient"),
     _entry("add_norm_reused_buffers", "AddRMSNorm.add_rmsnorm_matches_golden", "fp32", REAL,
            "y and h in buffers the next call overwrites (held outputs)"),
+    _entry("add_norm_flattened_views", "AddRMSNorm.add_rmsnorm_gradients_match_golden", "fp32", REAL,
+           "inputs flattened by view: x.grad and r.grad share storage"),
     _entry("add_norm_grid_rows_capped", "AddRMSNorm.add_rmsnorm_matches_golden_at_code_path_sizes", "fp32", REAL,
            "a grid capped at 65,535 rows: y and h past it unwritten"),
 ])
