@@ -348,8 +348,8 @@ def plot_silu_cancellation(out_dir: Path) -> Path:
         (F.silu(z), _BLUE, "F.silu(z) in bf16"),
         (silu_by_complement(z), _RED, "z·(1 − σ(−z)) in bf16 (gallery: silu_cancellation)"),
     ):
-        rel = np.abs(y.double().numpy() - exact) / np.maximum(np.abs(exact), 1e-300)
-        ax.plot(z.double().numpy(), np.maximum(rel, 1e-5), ".", ms=2, color=color, label=label)
+        rel = np.abs(ulp.as_f64(y) - exact) / np.maximum(np.abs(exact), 1e-300)
+        ax.plot(ulp.as_f64(z), np.maximum(rel, 1e-5), ".", ms=2, color=color, label=label)
     ax.axhline(2.0**-8, color=_GREY, lw=0.8, ls=":")
     ax.text(3.9, 2.0**-8 * 1.3, "bf16 u = 2⁻⁸", color=_GREY, fontsize=8, ha="right")
     ax.set_yscale("log")

@@ -36,6 +36,8 @@ from golden.formats import fmt
 from properties.library import context
 from properties.numerics import ulp as _ulp
 from properties.numerics.bounds import Bound, order_class
+from properties.numerics.ulp import as_f64
+from properties.numerics.ulp import golden_parts as golden_f64
 
 __all__ = [
     "as_f64",
@@ -123,25 +125,6 @@ def fail(message: str, cause: str = "law", *, details: Sequence[str] = (), headr
 _FAILURES = {"law": context.LawFailure, "contract": context.ContractFailure, "crash": context.SubjectCrash}
 
 
-def as_f64(t: torch.Tensor | np.ndarray) -> np.ndarray:
-    """Exact float64 copy (every fp32/fp16/bf16 value is a float64) as a numpy array on the CPU."""
-    if isinstance(t, np.ndarray):
-        return t.astype(np.float64, copy=False)
-    if not isinstance(t, torch.Tensor):
-        return np.asarray(t, dtype=np.float64)
-    return t.detach().to("cpu", torch.float64).numpy()
-
-
-def golden_f64(g: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(hi, lo) float64 arrays of a Golden (or of a plain array: lo = 0)."""
-    if hasattr(g, "hi"):
-        hi = np.asarray(g.hi, dtype=np.float64)
-        lo = getattr(g, "lo", None)
-        return hi, (np.zeros_like(hi) if lo is None else np.asarray(lo, dtype=np.float64))
-    hi = as_f64(g)
-    return hi, np.zeros_like(hi)
-
-
 def _fmt(v: float) -> str:
     return f"{v:.9g}" if isinstance(v, float) else str(v)
 
@@ -184,11 +167,11 @@ def assert_matches_golden(actual: torch.Tensor, golden: Any, bound: Bound, *, wh
     """
     __tracebackhide__ = True
     dtype = actual.dtype
-    hi, lo = golden_f64(golden)
+    gold = golden_f64(golden)
+    hi, lo = gold
     a = as_f64(actual)
     if a.shape != hi.shape:
         fail(f"{what}: shape {a.shape} ≠ golden shape {hi.shape}")
-    gold = _Golden(hi, lo)
     diff, err_ulp = _ulp.abs_error(a, gold, dtype), _ulp.ulp_error(a, gold, dtype)
     allowed = np.broadcast_to(np.asarray(bound.abs, dtype=np.float64), hi.shape)
     ok = (diff <= allowed) | _reach(a, hi, lo, allowed, dtype) | _undetermined(allowed, dtype)
@@ -198,10 +181,11 @@ def assert_matches_golden(actual: torch.Tensor, golden: Any, bound: Bound, *, wh
 def golden_agreement(actual: Any, golden: Any, bound: Bound, dtype: torch.dtype) -> np.ndarray:
     """Elementwise, without recording or failing: does ``actual`` (values of ``dtype``) meet the golden value within
     ``bound`` as :func:`assert_matches_golden` judges it (an infinite bound: not judged, so agreeing)."""
-    hi, lo = golden_f64(golden)
+    gold = golden_f64(golden)
+    hi, lo = gold
     a = as_f64(actual)
     allowed = np.broadcast_to(np.asarray(bound.abs, dtype=np.float64), hi.shape)
-    diff = _ulp.abs_error(a, _Golden(hi, lo), dtype)
+    diff = _ulp.abs_error(a, gold, dtype)
     return (diff <= allowed) | _reach(a, hi, lo, allowed, dtype) | np.isinf(allowed)
 
 
@@ -209,11 +193,6 @@ def _reach(a: np.ndarray, hi: np.ndarray, lo: np.ndarray, allowed: np.ndarray, d
     """An infinity of the golden value's sign where |golden| + bound reaches the overflow threshold."""
     with np.errstate(invalid="ignore"):
         return (np.abs(hi + lo) + allowed >= fmt(dtype).overflow_threshold) & np.isinf(a) & (np.sign(a) == np.sign(hi))
-
-
-class _Golden:
-    def __init__(self, hi: np.ndarray, lo: np.ndarray) -> None:
-        self.hi, self.lo = hi, lo
 
 
 def assert_close(

@@ -6,6 +6,7 @@ import io
 
 import pytest
 
+from golden.formats import NAMES
 from properties.commands import results
 from properties.commands.render import text as report
 from properties.running.loading import load
@@ -38,7 +39,7 @@ def test_the_table_fits_80_columns_with_every_law_and_two_devices():
     results = [
         _r(law.id, dtype, device, "failed" if i % 3 == 0 else "passed", cause="law", headroom=1.5e5 if i % 3 else 7.77)
         for i, law in enumerate(LAWS.values())
-        for dtype in ("fp64", "fp32", "fp16", "bf16")
+        for dtype in NAMES
         for device in ("cpu", "cuda:0")
     ]
     text = report.format_table(results)

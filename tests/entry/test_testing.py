@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import nanolm_core
+from golden.formats import FORMATS
 from properties.library.context import ContractFailure, LawFailure
 from properties.testing import (
     assert_block_close,
@@ -18,7 +19,7 @@ from properties.testing import (
     assert_swiglu_grads_close,
 )
 
-DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16]
+DTYPES = [f.dtype for f in FORMATS]
 CONFIG = nanolm_core.ModelConfig(dim=32, n_heads=4, n_kv_heads=2, ffn_dim=48, max_seq_len=8)
 
 

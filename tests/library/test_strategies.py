@@ -12,14 +12,13 @@ import pytest
 import torch
 from hypothesis import find
 
+from golden.formats import FORMATS
 from properties.library import strategies as S
+from properties.numerics.ulp import as_f64
 from tests.common.search import FIND, reach
 
-DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
-
-
-def _f64(t: torch.Tensor) -> np.ndarray:
-    return t.detach().double().numpy()
+DTYPES = tuple(f.dtype for f in FORMATS)
+_f64 = as_f64  # the one tensor → float64 conversion
 
 
 # ---------------------------------------------------------------------------------------------- dims, shapes

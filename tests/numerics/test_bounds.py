@@ -24,13 +24,13 @@ import torch.nn.functional as F
 
 import golden
 import nanolm_core
-from golden.formats import fmt
+from golden.formats import FORMATS, fmt
 from nanolm_core import ModelConfig
 from properties.numerics import bounds, ulp
 from tests.common.cases import block_case, hf_llama_rmsnorm
 
-DTYPES = [torch.bfloat16, torch.float16, torch.float32, torch.float64]
-IDS = ["bf16", "fp16", "fp32", "fp64"]
+DTYPES = [f.dtype for f in reversed(FORMATS)]
+IDS = [f.name for f in reversed(FORMATS)]
 EPS = 1e-6
 
 

@@ -17,13 +17,14 @@ import torch.nn.functional as F
 import golden
 import nanolm_core
 from golden import dd
+from golden.formats import FORMATS
 from properties.adapters import torch_ref
 from properties.numerics import bounds, ulp
 from tests.common.cases import adversarial_rows, block_case, hf_llama_rmsnorm
 from tests.numerics import orders
 
-DTYPES = [torch.bfloat16, torch.float16, torch.float32, torch.float64]
-IDS = ["bf16", "fp16", "fp32", "fp64"]
+DTYPES = [f.dtype for f in reversed(FORMATS)]
+IDS = [f.name for f in reversed(FORMATS)]
 EPS = 1e-6
 DIMS = (3, 760, 4096)
 

@@ -18,13 +18,14 @@ import pytest
 import torch
 
 import golden
+from golden.formats import FORMATS
 from nanolm_core import ModelConfig
 from properties.numerics import bounds, ulp
 from tests.common.cases import adversarial_rows, exact_in
 from tests.numerics import orders
 
-DTYPES = [torch.bfloat16, torch.float16, torch.float32, torch.float64]
-IDS = ["bf16", "fp16", "fp32", "fp64"]
+DTYPES = [f.dtype for f in reversed(FORMATS)]
+IDS = [f.name for f in reversed(FORMATS)]
 EPS = 1e-6
 RMS_DIMS = (1, 2, 3, 7, 64, 760, 2048, 4096, 16384)
 
