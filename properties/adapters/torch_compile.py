@@ -168,9 +168,8 @@ class AddRMSNorm(nanolm_core.AddRMSNorm):
     def forward(self, x: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         check_features(x, self.dim, "AddRMSNorm", self.weight)
         check_same(residual, x, "residual", "AddRMSNorm")
-        # x and residual as they are, not flattened to rows: two views of the inputs would get views of one
-        # gradient buffer (h = x + r hands both the same gradient), which autograd steals into both .grad
-        # (pytorch/pytorch#34082) — a second backward then adds twice (gradient accumulation double-counts)
+        # x and residual as given, not flattened: views of two leaves whose gradients are one tensor would share one
+        # .grad buffer, and a second backward would accumulate into it twice (autograd, pytorch/pytorch#34082)
         return compiled("add_rmsnorm")(x, residual, self.weight, float(self.eps))
 
 

@@ -256,12 +256,6 @@ PITFALLS: dict[str, Pitfall] = dict([
            "softmax as exp(s)/Σexp(s): NaN at logits of ±4096"),
     _entry("attention_backward_exp_in_half", "Block.block_jacobian_is_identity_plus_branch", "fp16", REAL,
            "the backward recomputes exp(s) in fp16: NaN at logits past 11"),
-    _entry("add_norm_grid_rows_capped", "AddRMSNorm.add_rmsnorm_matches_golden_at_code_path_sizes", "fp32", REAL,
-           "fused add-norm: y on a grid capped at 65,535 rows, h on every row"),
-    _entry("add_norm_stream_workspace", "AddRMSNorm.add_rmsnorm_matches_golden", "fp32", TEST,
-           "h returned in one workspace per module (protocol: held outputs)"),
-    _entry("add_norm_flattened_views", "AddRMSNorm.add_rmsnorm_gradients_match_golden", "fp32", REAL,
-           "x and residual viewed as rows: .grad shares memory (protocol: accumulated)"),
     # The module as a whole.
     _entry("threads_at_import", "Module.module_import_leaves_torch_state_unchanged", "fp32", REAL,
            "torch's thread count changed at import"),
@@ -287,6 +281,12 @@ PITFALLS: dict[str, Pitfall] = dict([
            "in-place add and norm: fp32's .float() is no copy"),
     _entry("add_norm_stream_gradient_dropped", "AddRMSNorm.add_rmsnorm_gradients_match_golden", "fp32", TEST,
            "d(residual) without the stream's own gradient"),
+    _entry("add_norm_reused_buffers", "AddRMSNorm.add_rmsnorm_matches_golden", "fp32", REAL,
+           "y and h in buffers the next call overwrites (held outputs)"),
+    _entry("add_norm_flattened_views", "AddRMSNorm.add_rmsnorm_gradients_match_golden", "fp32", REAL,
+           "inputs flattened by view: x.grad and r.grad share storage"),
+    _entry("add_norm_grid_rows_capped", "AddRMSNorm.add_rmsnorm_matches_golden_at_code_path_sizes", "fp32", REAL,
+           "a grid capped at 65,535 rows: y and h past it unwritten"),
 ])
 # fmt: on
 

@@ -28,8 +28,8 @@ PINS = {
     "SwiGLU.swiglu_gradients_match_golden": S.PROTOCOL_PINS["SwiGLU gradients"],
     "Block.block_matches_golden": S.PROTOCOL_PINS["Block"],
     "Block.block_jacobian_is_identity_plus_branch": S.PROTOCOL_PINS["Block"],
-    "AddRMSNorm.add_rmsnorm_matches_golden": S.PROTOCOL_PINS["AddRMSNorm"],
-    "AddRMSNorm.add_rmsnorm_gradients_match_golden": S.PROTOCOL_PINS["AddRMSNorm gradients"],
+    "AddRMSNorm.add_rmsnorm_matches_golden": S.ADD_RMSNORM_PINS["every protocol"],
+    "AddRMSNorm.add_rmsnorm_gradients_match_golden": S.ADD_RMSNORM_PINS["every protocol, gradients"],
 }
 
 
@@ -76,7 +76,7 @@ CAUGHT_BY = {
     "rmsnorm_dy_row_pitch": (P.COTANGENT_STRIDED, P.COTANGENT_ROW),
     "rmsnorm_frozen_gamma_skips_term": (P.PARTIAL,),
     "rmsnorm_cast_cached_without_grad": (P.CHECKPOINT_REENTRANT, P.SWITCHED),
-    "add_norm_stream_workspace": (P.HELD, P.SWITCHED),
+    "add_norm_reused_buffers": (P.HELD,),
     "add_norm_flattened_views": (P.ACCUMULATED,),
 }
 

@@ -68,10 +68,11 @@ def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
 @given(data=st.data())
 @example(data=PINS["zero branch"])
 @example(data=PINS["wide rows, D=1024"])
-@protocols.honoured(protocols.FORWARD, pin=S.PROTOCOL_PINS["AddRMSNorm"])
+@protocols.honoured(protocols.FORWARD, pin=PINS["every protocol"])
 def add_rmsnorm_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """|y − golden| ≤ bounds.add_rmsnorm elementwise, y = RMSNorm of the exact sum x + r, and h is x + r correctly
-    rounded — in every row regime of the stream and every branch (small, comparable, large, cancelling, zero)."""
+    rounded — in every row regime of the stream and every branch (small, comparable, large, cancelling, zero), under
+    every call protocol (modes, held outputs, alternated, tied and moved instances)."""
     c = data.draw(S.add_rmsnorm_cases(dtype), label="case")
     note(c)
     y, h = add_rmsnorm_forward(impl, c.x, c.residual, c.weight, c.eps, dtype, device)
@@ -144,10 +145,11 @@ def add_rmsnorm_preserves_shape_dtype_device(impl: Implementation, dtype: DType,
 @law("AddRMSNorm", cost=2)
 @given(data=st.data())
 @example(data=PINS["AddRMSNorm, 160 rows"])
-@protocols.honoured(protocols.GRADIENT, pin=S.PROTOCOL_PINS["AddRMSNorm gradients"])
+@protocols.honoured(protocols.GRADIENT, pin=PINS["every protocol, gradients"])
 def add_rmsnorm_gradients_match_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """The backward pass for random cotangents of y and h matches golden.add_rmsnorm_vjp within bounds.add_rmsnorm_vjp:
-    x and r receive one gradient, dx = dr = dx_RMSNorm(h) + g_h (each judged), and dγ (pinned at 160 rows)."""
+    x and r receive one gradient, dx = dr = dx_RMSNorm(h) + g_h (each judged), and dγ (pinned at 160 rows) — under
+    every gradient protocol (accumulation, cotangent layouts, partial gradients, checkpointing …)."""
     gc = data.draw(S.add_rmsnorm_grad_cases(dtype), label="case")
     note(gc)
     c = gc.case
