@@ -18,6 +18,7 @@ from properties.commands import arguments, baseline
 from properties.commands.helptext import EXIT, Formatter, adapters_text
 from properties.commands.render import json, text
 from properties.commands.results import exit_status
+from properties.library.assertions import plural
 from properties.running import session
 from properties.running.loading import ImplementationError
 from properties.running.runner import LawResult, UsageError, run_check, select_laws
@@ -135,9 +136,9 @@ def execute(
     print(text.LEGEND)
     saved = write_counterexamples(results, artifacts) if artifacts else 0
     unsaved = sum(1 for r in results if r.replay_data and not r.counterexample)
-    note = f"{saved} counterexample(s) saved in {artifacts}" if saved else ""
+    note = f"{plural(saved, 'counterexample')} saved in {artifacts}" if saved else ""
     note = (
-        f"{unsaved} counterexample(s) not saved: pass --artifacts DIR or --json PATH to replay them"
+        f"{plural(unsaved, 'counterexample')} not saved: pass --artifacts DIR or --json PATH to replay them"
         if unsaved
         else note
     )

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 import golden
 import nanolm_core
-from golden.formats import FORMATS
+from golden.formats import FORMATS, fmt
 from nanolm_core import ModelConfig
 from properties.numerics import bounds, ulp
 from tests.common.cases import block_case, hf_llama_rmsnorm
@@ -447,7 +447,8 @@ def test_accuracy_classes() -> None:
 def test_formula_names_symbols_numbers_and_shape(dtype: torch.dtype) -> None:
     x, w = torch.randn(2, 4096).to(dtype), torch.ones(4096).to(dtype)
     b = bounds.rmsnorm(x, w, EPS, dtype)
-    assert "γ_(D+1)" in b.formula and "D=4096" in b.formula and "ULP" in b.formula
+    assert "γ_(D+1)" in b.formula and "D=4096" in b.formula and f"t={fmt(dtype).name}" in b.formula
+    assert " max " not in b.formula  # the message gives the bound at the judged element, not a maximum over all
     assert np.all(b.pairwise <= b.abs)
     assert b.accuracy == bounds.accuracy_class(b.max_ulps)
     assert b.abs.shape == b.ulps.shape == (2, 4096)

@@ -168,7 +168,9 @@ def test_the_course_command_fails_a_wrong_exercise_with_the_laws_message(tmp_pat
     assert out.startswith("exit status 1\n"), out[-3000:]
     assert outcomes(out, "test_rmsnorm_does_not_center") == {"FAILED"}, out[-3000:]
     law = LAWS["RMSNorm.rmsnorm_does_not_center"]
-    assert f"{law.id} failed (found after" in out and law.summary in out, out[-3000:]
+    flat = " ".join(out.split())  # (the message is wrapped at 80 columns)
+    assert f"{law.id} [" in out and "cause: law, found after" in flat, out[-3000:]
+    assert " ".join(law.summary.split()) in flat, out[-3000:]
     assert "reproduce: pytest 'tests/test_modules.py::TestRMSNorm::test_rmsnorm_does_not_center[" in out
     assert "RMSNorm raised" not in out, out[-3000:]  # the message of a crash
 

@@ -26,6 +26,7 @@ from properties.commands.results import (
     headroom_text,
     mark,
 )
+from properties.library.assertions import plural, relayout
 from properties.library.conventions import parse_all
 from properties.library.subject import COMPONENTS
 from properties.running.runner import Law, LawResult
@@ -164,15 +165,25 @@ def check_header(info: SubjectInfo, selection: Selection, planned: int) -> str:
     return "\n".join(lines)
 
 
-def failure_text(r: LawResult, brief: bool = False) -> str:
-    """The block printed for a failed / error / XPASS result (``check`` and ``replay``)."""
-    msg = r.message if not brief else r.message.splitlines()[0]
-    found = f"found after {r.found_after} example(s)" if r.found_after else ""
-    cause = ", ".join(part for part in (f"cause: {r.cause}" if r.cause else "", found) if part)
-    lines = [f"{MARKS[r.status].text} {r.law_id} [{r.dtype}, {r.device}]" + (f" {cause}" if cause else "")]
-    lines += [f"  {r.law}", *("  " + line for line in msg.splitlines())]
-    lines += [f"replay: nanolm-verify replay {r.counterexample}"] if r.counterexample else []
-    return "\n".join(wrap("\n".join(lines)))
+def failure_text(r: LawResult, brief: bool = False, *, marked: bool = True) -> str:
+    """The block printed for a failed / error / XPASS result (``check``, ``replay``, and the pytest plugin with
+    ``marked=False``: pytest says FAILED itself): the headline "FAIL LAW [dtype, device]: what failed", its
+    detail indented (the law's statement, the cause and when the search found it last), every line within 80
+    columns but the commands (``reproduce:``, and ``replay:`` when a counterexample file was saved; the layout is
+    ``library.assertions.layout``, the drop-in assertions' too). ``brief``: one line, the headline then the replay
+    (or reproduce) command."""
+    prefix = (f"{MARKS[r.status].text} " if marked else "") + f"{r.law_id} [{r.dtype}, {r.device}]: "
+    message = r.message or r.status
+    replay = f"replay: nanolm-verify replay {r.counterexample}" if r.counterexample else None
+    if brief:
+        lines = message.splitlines()
+        command = replay or next((line for line in lines if line.startswith("reproduce: ")), "")
+        return prefix + lines[0] + (f" — {command}" if command else "")
+    extra = [f"law: {r.law}"] if r.law else []
+    if r.cause:
+        found = f", found after {plural(r.found_after, 'example')}" if r.found_after else ""
+        extra.append(f"cause: {r.cause}{found}")
+    return relayout(message, prefix, extra, width=WIDTH) + (f"\n{replay}" if replay else "")
 
 
 def check_footer(
@@ -306,20 +317,21 @@ def pitfall_demo(demo: Demo, index: int, total: int, width: int = WIDTH) -> list
     lines += [*wrap(f"The law: {r.law}", width), ""]
     if demo.caught:
         needed = examples_needed(r)
-        lines.append(f"Counterexample (shrunk; {f'found after {needed} example(s)' if needed.isdigit() else needed}):")
+        found = f"found after {plural(int(needed), 'example')}" if needed.isdigit() else needed
+        lines.append(f"Counterexample (shrunk; {found}):")
         worst = ", ".join(f"{k}={v}" for k, v in (r.worst_input or {}).items()) or "(no input description recorded)"
         lines += wrap("  " + worst, width)
         lines += ["What the law saw (golden, actual, bound):", *_message_lines(r.message, width), ""]
         lines += wrap(f"✔ CAUGHT: {p.law} failed on {demo.name} ({r.dtype}), as it should.", width)
     elif p.pending:
         lines += wrap(
-            f"… NOT CAUGHT YET (a known gap): {p.law} returned {demo.outcome} after {r.examples} example(s) in the "
-            f"{r.profile} profile. Why: {p.pending}.",
+            f"… NOT CAUGHT YET (a known gap): {p.law} returned {demo.outcome} after "
+            f"{plural(r.examples, 'example')} in the {r.profile} profile. Why: {p.pending}.",
             width,
         )
     else:
         lines += wrap(
-            f"✘ NOT CAUGHT: {p.law} returned {demo.outcome} on {demo.name} after {r.examples} example(s) — the "
+            f"✘ NOT CAUGHT: {p.law} returned {demo.outcome} on {demo.name} after {plural(r.examples, 'example')} — the "
             "catalogue expects the law's own assertion to fail (cause law).",
             width,
         )
@@ -328,7 +340,7 @@ def pitfall_demo(demo: Demo, index: int, total: int, width: int = WIDTH) -> list
         ref = demo.reference
         lines += wrap(
             f"{'✔' if ref.status == 'passed' else '✘'} reference nanolm_core: {ref.status} on the same law "
-            f"({ref.examples} example(s)).",
+            f"({plural(ref.examples, 'example')}).",
             width,
         )
         lines += _message_lines(ref.message, width) if ref.status != "passed" and ref.message else []

@@ -1,6 +1,7 @@
 """The laws, one module per component. Importing this package registers them all in ``LAWS``."""
 
 from properties.library.laws import (  # noqa: F401
+    add_rmsnorm,
     block,
     budget,
     devices,
@@ -8,6 +9,7 @@ from properties.library.laws import (  # noqa: F401
     layout,
     lifecycle,
     module,
+    paths,
     rmsnorm,
     sequence,
     stored,

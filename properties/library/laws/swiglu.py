@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import golden
 from golden import dd
+from properties.library import protocols
 from properties.library import strategies as S
 from properties.library.assertions import (
     as_f64,
@@ -72,6 +73,7 @@ def _grads(impl: Implementation, gc: S.GradCase, dtype: DType, device: str) -> l
 @given(data=st.data())
 @example(data=PINS["zero token"])
 @example(data=PINS["large negative gate"])
+@protocols.honoured(protocols.FORWARD, pin=S.PROTOCOL_PINS["SwiGLU"])
 def swiglu_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """|y − golden| ≤ bounds.swiglu elementwise for y = W_down(silu(W_gate x) ⊙ W_up x) (ULP error measured)."""
     c = data.draw(S.swiglu_cases(dtype), label="case")
@@ -198,6 +200,7 @@ def swiglu_bf16_drift_from_fp32_is_bounded(impl: Implementation, dtype: DType, d
 @law("SwiGLU", cost=2)
 @given(data=st.data())
 @example(data=S.GRAD_PINS["SwiGLU, 160 rows"])
+@protocols.honoured(protocols.GRADIENT, pin=S.PROTOCOL_PINS["SwiGLU gradients"])
 def swiglu_gradients_match_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """The backward pass (dx, dW_gate, dW_up, dW_down for a random cotangent) matches golden.swiglu_vjp within a
     running-error bound (the dW sum over every row: pinned at 160 rows, 2½ blocks of 64)."""
