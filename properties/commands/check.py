@@ -27,7 +27,7 @@ from properties.commands.helptext import EXIT, Formatter, adapters_text
 from properties.commands.report import CHECK_SCHEMA, LEGEND, Progress, format_table, wrap, wrap_block
 from properties.library.conventions import parse_all
 from properties.library.subject import COMPONENTS
-from properties.running import profiles, session
+from properties.running import findings, profiles, session
 from properties.running.loading import ImplementationError
 from properties.running.runner import LawResult, UsageError, run_check, select_laws
 from properties.running.session import RunOptions, Selection, SubjectInfo
@@ -63,6 +63,24 @@ def _device_name(device: str) -> str:
     return platform.processor() or platform.machine()
 
 
+def footer(results: Sequence[LawResult], info: SubjectInfo) -> list[str]:
+    """The footer sections of the verdict: what the failures look like (diagnosis), what was measured without
+    being required (batch invariance), and the declarations the measurements did not need (warnings)."""
+    lines = [f"diagnosis: {line}" for line in findings.diagnosis_lines(results)]
+    lines += [f"measured: {line}" for line in findings.batch_lines(results)]
+    unneeded = [d for d in _declarations(results, info) if d.warning]
+    lines += [f"warning: {d.text()}" for d in unneeded]
+    return lines
+
+
+def _declarations(results: Sequence[LawResult], info: SubjectInfo) -> list[findings.Declaration]:
+    try:
+        parsed = parse_all(info.conventions, COMPONENTS)
+    except ValueError:  # (a module whose declaration cannot be read never gets this far)
+        return []
+    return findings.declarations(results, {c: parsed[c] for c in info.provided if c in parsed})
+
+
 def report(
     results: Sequence[LawResult],
     impl: SubjectInfo,
@@ -91,6 +109,7 @@ def report(
             "skip_reason": impl.skip_reason,
             "conventions": impl.conventions,
             "import_effects": list(impl.import_effects),
+            "declarations": [d.to_json() for d in _declarations(results, impl)],
         },
         "platform": {
             "python": platform.python_version(),
@@ -314,6 +333,8 @@ def execute(
     skipped = sorted({r.message for r in results if r.status == "skipped"})
     if skipped:
         print("\n" + wrap_block("skip reasons: " + "; ".join(skipped[:6]) + (" …" if len(skipped) > 6 else "")))
+    for line in footer(results, info):  # diagnoses, measured properties, declarations the run did not need
+        print("\n" + wrap_block(line))
     if interrupted:
         print(f"\ninterrupted by {signal.Signals(interrupted).name}: {len(results)} of {planned} results")
     print("\n" + _summary_line(results, seconds))

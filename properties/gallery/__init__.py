@@ -208,6 +208,11 @@ PITFALLS: dict[str, Pitfall] = dict([
     # Regimes of real kernels: RMSNorm's domain (rows up to the overflow threshold of Σx²).
     _entry("rmsnorm_half_variance", "RMSNorm.rmsnorm_is_exact_up_to_the_overflow_threshold", "fp16", REAL,
            "the variance kept in fp16: zeros above an RMS of 256"),
+    # Batch invariance, a declared property (issue 22): the laws require it where the module declares it.
+    _entry("swiglu_batch_variant", "SwiGLU.swiglu_is_batch_invariant", "fp32", REAL,
+           "declared batch-invariant, split-K by the token count"),
+    _entry("block_batch_variant", "Block.block_is_batch_invariant", "fp32", REAL,
+           "declared batch-invariant, FFN split by the batch size"),
     # The module as a whole.
     _entry("threads_at_import", "Module.module_import_leaves_torch_state_unchanged", "fp32", REAL,
            "torch's thread count changed at import"),

@@ -183,10 +183,13 @@ def current() -> LawContext | None:
 @contextlib.contextmanager
 def open_context(ctx: LawContext) -> Iterator[LawContext]:
     """Make ``ctx`` the current run for the duration of the block; every bound computed inside honours the
-    component's declared arithmetic (``Conventions.arithmetic``, ``bounds.declared``)."""
+    component's declared arithmetic (``Conventions.arithmetic``, ``bounds.declared``) and carries its value without
+    each declaration that departs in the run's dtype (``bounds.shadowed``: "headroom without" measurements)."""
     token = _CONTEXT.set(ctx)
-    try:
-        with bounds.declared(ctx.conventions.arithmetic() if ctx.conventions is not None else None):
+    c = ctx.conventions
+    without = {key: c.without(key, ctx.dtype).arithmetic() for key in c.departing(ctx.dtype)} if c else {}
+    try:  # each bound also carries its value without each departing declaration: was it needed? (``shadowed``)
+        with bounds.declared(c.arithmetic() if c is not None else None), bounds.shadowed(without):
             yield ctx
     finally:
         _CONTEXT.reset(token)

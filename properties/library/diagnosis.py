@@ -32,7 +32,6 @@ root) does not have.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -44,7 +43,7 @@ import golden
 from golden.formats import NAMES, fmt
 from properties.adapters.kit import permute_rope
 from properties.library.assertions import as_f64, golden_agreement
-from properties.library.conventions import Conventions
+from properties.library.conventions import Conventions, written
 from properties.library.harness import GRADCHECK_ATOL, GRADCHECK_STEP
 from properties.numerics import bounds
 
@@ -152,16 +151,7 @@ class _Seen:
 
 
 def _declare(key: str, value: Any) -> str:
-    return f"declare `{key}: {_py(value)}` if that is intended"
-
-
-def _py(value: Any) -> str:
-    """A declaration's value as it is written in a module's CONVENTIONS: {"fp64": "fp32"}, True, 1.0."""
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_py(k)}: {_py(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(map(_py, value)) + "]"
-    return json.dumps(value) if isinstance(value, str) else repr(value)
+    return f"declare {written(key, value)} if that is intended"
 
 
 def _convention(what: str, key: str, value: Any) -> Finding:
@@ -334,14 +324,12 @@ def _eps_constant(v: _View, seen: _Seen) -> Finding | None:
     if v.component != "RMSNorm":
         return None
     name = fmt(v.t).name
-    candidates = {
-        0.0: "eps missing, or added where it vanishes",
-        float(torch.finfo(v.t).eps): f"torch.finfo({name}).eps: nn.RMSNorm(eps=None), pytorch/pytorch#142848",
-        float(torch.finfo(torch.float32).eps): "torch.finfo(fp32).eps: nn.RMSNorm(eps=None) in fp32 arithmetic",
-        1e-5: "a library default",
-        1e-6: "a library default",
-        1e-8: "a library default",
-    }
+    none = "nn.RMSNorm(eps=None) uses the machine epsilon, pytorch/pytorch#142848"
+    candidates = {0.0: "eps missing, or added where it vanishes"}
+    candidates.setdefault(float(torch.finfo(v.t).eps), f"torch.finfo({name}).eps: {none}")
+    candidates.setdefault(float(torch.finfo(torch.float32).eps), f"torch.finfo(fp32).eps: {none}, in fp32")
+    for default in (1e-5, 1e-6, 1e-8):
+        candidates.setdefault(default, "a library's default")
     for eps2, what in candidates.items():
         if eps2 != v.eps and _explains(v, eps=eps2):
             return _bug(f"the result for eps = {eps2!r} ({what}), not for the eps the module was built with, {v.eps!r}")

@@ -391,7 +391,7 @@ def _flaky_message(exc: BaseException, failure: BaseException | None, ctx: LawCo
     """The suite's own account of one example that gave two verdicts: both outcomes, what the subject returned
     each time, and the draws (in place of Hypothesis' "Inconsistent data generation … external state?")."""
     rec = ctx.recorder
-    first = (str(failure).split("\n", 1)[0] if failure is not None else "failed") or type(failure).__name__
+    first = (str(failure).split("\n", 1)[0].split(" (= ", 1)[0] if failure is not None else "") or "an assertion"
     drew_differently = isinstance(exc, FlakyStrategyDefinition)
     second = "drew other values from the same choices" if drew_differently else "passed"
     lines = [
@@ -426,8 +426,11 @@ def _outputs_compared(first: list[dict[str, Any]], second: list[dict[str, Any]])
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 200 else text[:200] + " …"
+    """A drawn value in one short line: a case by its description (``describe()``), anything else by its repr."""
+    described = getattr(value, "describe", None)
+    text = repr(described()) if callable(described) else repr(value)
+    text = " ".join(text.split())
+    return text if len(text) <= 160 else text[:160] + " …"
 
 
 COUNTEREXAMPLE_FORMAT = "nanolm-verify/counterexample/1"
