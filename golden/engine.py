@@ -26,16 +26,17 @@ from golden.framework import (
     GoldenError,
     GoldenPrecisionError,
     GoldenTimeoutError,
+    Inputs,
     Opts,
-    all_finite,
     check_attention_shapes,
     check_last,
     check_same_shape,
     check_swiglu_shapes,
     evaluate,
-    exact,
     nonfinite,
+    read,
     scalar,
+    select_rows,
 )
 
 __all__ = [
@@ -70,17 +71,21 @@ BLOCK_PARAMS = (
 )
 
 
-def _read(**named: Any) -> list[np.ndarray]:
-    return [exact(t, name) for name, t in named.items()]
+def _read(**named: Any) -> Inputs:
+    """The exact values of the named inputs; ``.finite``: whether all are finite (:func:`golden.framework.read`)."""
+    return read(named)
 
 
-def rmsnorm(x: Any, weight: Any, eps: float, **opts: Any) -> Golden:
-    """Golden RMSNorm: y = x / √(mean(x², −1) + ε) ⊙ w, exactly (x (..., D), w (D,), ε a float)."""
+def rmsnorm(x: Any, weight: Any, eps: float, *, rows: Any = None, **opts: Any) -> Golden:
+    """Golden RMSNorm: y = x / √(mean(x², −1) + ε) ⊙ w, exactly (x (..., D), w (D,), ε a float). With ``rows`` (row
+    indices, every dimension of x but the last flattened row-major), the rows ``x[rows]`` only: shape (len(rows), D).
+    """
     o = Opts(**opts)
-    X, w = _read(x=x, weight=weight)
+    x = x if rows is None else select_rows(x, rows, "rmsnorm")
+    X, w = inputs = _read(x=x, weight=weight)
     eps = scalar(eps, "eps")
     check_last(X, w, "rmsnorm", "weight")
-    if not all_finite(X, w):
+    if not inputs.finite:
         with np.errstate(all="ignore"):
             X64 = X.astype(np.float64)
             return nonfinite("rmsnorm", X64 / np.sqrt(np.mean(X64**2, -1, keepdims=True) + eps) * w)
@@ -96,14 +101,16 @@ def rmsnorm(x: Any, weight: Any, eps: float, **opts: Any) -> Golden:
     )[0]
 
 
-def layernorm(x: Any, weight: Any, bias: Any, eps: float, **opts: Any) -> Golden:
-    """Golden LayerNorm: y = (x − μ)/√(Σ(x − μ)²/D + ε) ⊙ w + b, μ = Σx/D (biased variance), exactly."""
+def layernorm(x: Any, weight: Any, bias: Any, eps: float, *, rows: Any = None, **opts: Any) -> Golden:
+    """Golden LayerNorm: y = (x − μ)/√(Σ(x − μ)²/D + ε) ⊙ w + b, μ = Σx/D (biased variance), exactly; ``rows`` as
+    for :func:`rmsnorm`."""
     o = Opts(**opts)
-    X, w, b = _read(x=x, weight=weight, bias=bias)
+    x = x if rows is None else select_rows(x, rows, "layernorm")
+    X, w, b = inputs = _read(x=x, weight=weight, bias=bias)
     eps = scalar(eps, "eps")
     check_last(X, w, "layernorm", "weight")
     check_last(X, b, "layernorm", "bias")
-    if not all_finite(X, w, b):
+    if not inputs.finite:
         with np.errstate(all="ignore"):
             X64 = X.astype(np.float64)
             c = X64 - X64.mean(-1, keepdims=True)
@@ -123,8 +130,8 @@ def layernorm(x: Any, weight: Any, bias: Any, eps: float, **opts: Any) -> Golden
 def silu(z: Any, **opts: Any) -> Golden:
     """Golden SiLU (Swish-1): silu(z) = z / (1 + e^(−z)), elementwise, exactly."""
     o = Opts(**opts)
-    (Z,) = _read(z=z)
-    if not all_finite(Z):
+    (Z,) = inputs = _read(z=z)
+    if not inputs.finite:
         with np.errstate(all="ignore"):
             Z64 = Z.astype(np.float64)
             return nonfinite("silu", Z64 / (1 + np.exp(-Z64)))
@@ -140,12 +147,14 @@ def silu(z: Any, **opts: Any) -> Golden:
     )[0]
 
 
-def swiglu(x: Any, w_gate: Any, w_up: Any, w_down: Any, **opts: Any) -> Golden:
-    """Golden SwiGLU: y = W_down (silu(W_gate x) ⊙ W_up x), exactly; W_gate, W_up (F, D), W_down (D, F)."""
+def swiglu(x: Any, w_gate: Any, w_up: Any, w_down: Any, *, rows: Any = None, **opts: Any) -> Golden:
+    """Golden SwiGLU: y = W_down (silu(W_gate x) ⊙ W_up x), exactly; W_gate, W_up (F, D), W_down (D, F); ``rows`` as
+    for :func:`rmsnorm`."""
     o = Opts(**opts)
-    X, Wg, Wu, Wd = _read(x=x, w_gate=w_gate, w_up=w_up, w_down=w_down)
+    x = x if rows is None else select_rows(x, rows, "swiglu")
+    X, Wg, Wu, Wd = inputs = _read(x=x, w_gate=w_gate, w_up=w_up, w_down=w_down)
     check_swiglu_shapes(X, Wg, Wu, Wd)
-    if not all_finite(X, Wg, Wu, Wd):
+    if not inputs.finite:
         with np.errstate(all="ignore"):
             X64 = X.astype(np.float64)
             g, u = X64 @ Wg.T.astype(np.float64), X64 @ Wu.T.astype(np.float64)
@@ -168,9 +177,9 @@ def attention(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, config: Any, **opts: A
     x (B, T, D); wq (H·K, D), wk, wv (G·K, D), wo (D, H·K) in nn.Linear layout; head h reads kv head h // (H/G).
     """
     o = Opts(**opts)
-    X, *Ws = _read(x=x, wq=wq, wk=wk, wv=wv, wo=wo)
+    X, *Ws = inputs = _read(x=x, wq=wq, wk=wk, wv=wv, wo=wo)
     check_attention_shapes(X, *Ws, config)
-    if not all_finite(X, *Ws):
+    if not inputs.finite:
         return nonfinite("attention", np.full(X.shape, np.nan))
     return evaluate(
         "attention",
@@ -194,11 +203,11 @@ def block(x: Any, params: Mapping[str, Any], config: Any, **opts: Any) -> Golden
     missing = [k for k in BLOCK_PARAMS if k not in params]
     if missing:
         raise KeyError(f"golden.block: params lack {missing}; expected the state_dict names {list(BLOCK_PARAMS)}")
-    X = exact(x, "x")
-    P = {k: exact(params[k], k) for k in BLOCK_PARAMS}
+    X, *Ps = inputs = _read(x=x, **{k: params[k] for k in BLOCK_PARAMS})
+    P = dict(zip(BLOCK_PARAMS, Ps, strict=True))
     check_attention_shapes(X, *(P[f"attn.{n}.weight"] for n in ("wq", "wk", "wv", "wo")), config)
     check_swiglu_shapes(X, P["ffn.w_gate.weight"], P["ffn.w_up.weight"], P["ffn.w_down.weight"])
-    if not all_finite(X, *P.values()):
+    if not inputs.finite:
         return nonfinite("block", np.full(X.shape, np.nan))
     return evaluate(
         "block",
@@ -218,11 +227,11 @@ def rmsnorm_vjp(x: Any, weight: Any, eps: float, grad_out: Any, **opts: Any) -> 
     dx = r·(w ⊙ g) − (r³/D)·x·Σ_j(g_j w_j x_j),   dw = Σ_rows g ⊙ x · r.
     """
     o = Opts(**opts)
-    X, w, G = _read(x=x, weight=weight, grad_out=grad_out)
+    X, w, G = inputs = _read(x=x, weight=weight, grad_out=grad_out)
     eps = scalar(eps, "eps")
     check_last(X, w, "rmsnorm_vjp", "weight")
     check_same_shape(G, X, "rmsnorm_vjp")
-    if not all_finite(X, w, G):
+    if not inputs.finite:
         return nonfinite("rmsnorm_vjp.dx", np.full(X.shape, np.nan)), nonfinite(
             "rmsnorm_vjp.dw", np.full(w.shape, np.nan)
         )
@@ -248,10 +257,10 @@ def swiglu_vjp(
     dW_gate = Σ_rows dg ⊗ x, dW_up = Σ_rows du ⊗ x. Returns (dx, dW_gate, dW_up, dW_down).
     """
     o = Opts(**opts)
-    X, Wg, Wu, Wd, Gy = _read(x=x, w_gate=w_gate, w_up=w_up, w_down=w_down, grad_out=grad_out)
+    X, Wg, Wu, Wd, Gy = inputs = _read(x=x, w_gate=w_gate, w_up=w_up, w_down=w_down, grad_out=grad_out)
     check_swiglu_shapes(X, Wg, Wu, Wd)
     check_same_shape(Gy, X, "swiglu_vjp")
-    if not all_finite(X, Wg, Wu, Wd, Gy):
+    if not inputs.finite:
         nan = nonfinite("swiglu_vjp", np.full(X.shape, np.nan))
         return (nan, *(nonfinite("swiglu_vjp", np.full(W.shape, np.nan)) for W in (Wg, Wu, Wd)))
     rows, grads = X.reshape(-1, X.shape[-1]), Gy.reshape(-1, X.shape[-1])

@@ -20,20 +20,20 @@ uses the mpmath evaluator outside it.
 from __future__ import annotations
 
 import functools
-import os
-from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+import threading
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
 from golden import dd
 from golden.dd import DD
-from golden.framework import Deadline, Opts, Stats, check_kernel, context
+from golden.framework import Deadline, Opts, Stats, check_kernel, context, pool_map
 
 _TERM_BUDGET = 1 << 19  # float64 elements per chunk of a matrix–vector product (4 MiB: stays in cache)
 _ATTENTION_BUDGET = 1 << 23  # float64 terms per chunk of query positions in attention (64 MiB)
+UNSLICED_W = True  # float32 W on a narrow row grid enters the GEMM unsliced (``golden bench`` times both forms)
 
 
 def in_range(*arrays: np.ndarray) -> bool:
@@ -68,33 +68,10 @@ def _dot(a: DD, b: DD, axis: int, tol_bits: int, stats: Stats) -> DD:
     return _sum_terms(stacked, tol_bits, stats, overwrite=False)
 
 
-_POOL: ThreadPoolExecutor | None = None
-
-
-def _pool_map(fn: Callable[[int], Any], items: list[int], work: int) -> list[Any]:
-    """Map over chunks, on a small thread pool when the work is large (numpy ufuncs release the GIL)."""
-    global _POOL
-    workers = max(1, min(4, os.cpu_count() or 1))
-    if work < (1 << 20) or len(items) < 2 or workers == 1:
-        return [fn(i) for i in items]
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="golden")
-    return list(_POOL.map(fn, items))
-
-
 def _gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a @ bᵀ in float64. Small products run single-threaded (torch, one intra-op thread for the call): on a
-    busy machine a multi-threaded BLAS spins and is 20× slower on such sizes. Exactness does not depend on the
-    summation order (see :func:`_ozaki_bits`), so any GEMM is correct here.
-    """
-    if a.shape[0] * b.shape[0] * a.shape[1] >= (1 << 26):
-        return a @ b.T
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return (torch.from_numpy(a) @ torch.from_numpy(b).T).numpy()
-    finally:
-        torch.set_num_threads(prev)
+    """a @ bᵀ in float64, by torch in the calling thread (single-threaded inside :func:`golden.framework.pool_map`).
+    Exactness does not depend on the summation order (see :func:`_ozaki_bits`), so any GEMM is correct here."""
+    return (torch.from_numpy(a) @ torch.from_numpy(b).T).numpy()
 
 
 def _ozaki_bits(n: int, w_narrow: bool) -> tuple[int, int]:
@@ -106,89 +83,198 @@ def _ozaki_bits(n: int, w_narrow: bool) -> tuple[int, int]:
     ≤ 24-bit weights get wide slices (b_w = 28: one slice covers a bf16/fp16 row of ≤ 20 binades, so the big
     matrix is read once) and x narrow ones; float64 weights split the budget evenly.
     """
-    budget = 53 - int(np.ceil(np.log2(max(n, 2))))
+    budget = _ozaki_budget(n)
     b_w = 28 if w_narrow else budget // 2
     return budget - b_w, b_w
 
 
+def _ozaki_budget(n: int) -> int:
+    """53 − ⌈log2 n⌉: the bits a slice product may have for n of them to sum exactly (:func:`_ozaki_bits`)."""
+    return 53 - int(np.ceil(np.log2(max(n, 2))))
+
+
+def _row_grid(W32: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each row of a float32 matrix, (g, b, max|w|): every entry is an integer multiple of the power of two g
+    and below 2^b·g in magnitude — read from the bit patterns, no arithmetic on the values.
+
+    With p = 24 − (trailing zero bits common to every significand of the row), an entry of exponent e is a
+    multiple of 2^(e − p + 1) (subnormals: e = −126) and below 2^(e+1); so with e_min, e_max the exponents of
+    the smallest nonzero and the largest |entry|, g = 2^(e_min − p + 1) and b = e_max − e_min + p (b = 0 for a
+    zero row). Five passes over 4-byte integers; a bf16 row of randn values gives b ≈ 22.
+    """
+    bits = W32.view(np.uint32)
+    a = np.bitwise_and(bits, np.uint32(0x7FFFFFFF))  # |w| as bits: order-preserving for finite values
+    top = a.max(axis=1).astype(np.int64)
+    used = (np.bitwise_or.reduce(a, axis=1) & np.uint32(0x7FFFFF)).astype(np.int64)  # significand bits in use
+    a -= np.uint32(1)  # 0 wraps to 2^32 − 1: the minimum below is the smallest nonzero |w| (minus one)
+    low = a.min(axis=1).astype(np.int64) + 1
+    tz = np.where(used == 0, 23, np.frexp((used & -used).astype(np.float64))[1] - 1)
+    p = 24 - tz
+    e_max = np.maximum(top >> 23, 1) - 127
+    e_min = np.maximum(low >> 23, 1) - 127
+    zero = top == 0
+    g, b = np.where(zero, 1.0, np.ldexp(1.0, e_min - p + 1)), np.where(zero, 0, e_max - e_min + p)
+    return g, b, top.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+class _Slices(NamedTuple):
+    """Σ_j slices[j] + rest = the sliced rows exactly (:func:`_slice_rows`)."""
+
+    slices: list[np.ndarray]  # each on its per-row grid
+    grids: list[np.ndarray]  # per-row grid of each slice
+    row_max: np.ndarray  # max|row| before slicing (an upper bound for DD rows)
+    rest_max: np.ndarray  # max|rest| per row (0: sliced exactly)
+    rest_hi: np.ndarray  # rest = rest_hi + rest_lo, |rest_lo| ≤ u·|rest_hi| elementwise
+    rest_lo_max: np.ndarray
+
+
 def _slice_rows(
     hi: np.ndarray, lo: np.ndarray | None, bits: int, max_slices: int, rel_stop: float = 0.0, copy: bool = True
-):
+) -> _Slices | None:
     """Error-free slicing of the rows of hi (+ lo): Σ_j S_j + R = hi + lo exactly, S_j on the per-row grid
     2^-53·σ_j holding integers below 2^bits (extraction q = fl((σ + r) − σ), σ = 2^(54−bits)·nextpow2(max|r|);
     a DD remainder is renormalised by TwoSum, also exact). Slicing stops when the remainder R is zero or, with
-    ``rel_stop`` > 0, when max|R_i| ≤ rel_stop·max|row_i|. Returns (slices, grids, max|R| per row) or None.
+    ``rel_stop`` > 0, when max|R_i| ≤ rel_stop·max|row_i|; None after ``max_slices`` slices without stopping.
     """
     shift = 54 - bits
     r_hi = np.array(hi, dtype=np.float64, copy=copy)
     r_lo = None if lo is None or not np.any(lo) else np.array(lo, dtype=np.float64, copy=True)
     slices, grids = [], []
     mu0 = None
-    for _ in range(max_slices):
+    for _ in range(max_slices + 1):
         if r_lo is not None:
             r_hi, r_lo = dd.two_sum(r_hi, r_lo)
-            mu = np.max(np.abs(r_hi), axis=1) * (1 + 2.0**-50) + np.max(np.abs(r_lo), axis=1)
+            lo_max = np.max(np.abs(r_lo), axis=1)
+            mu = np.max(np.abs(r_hi), axis=1) * (1 + 2.0**-50) + lo_max
         else:  # max|r| without an |r| temporary
+            lo_max = np.zeros(r_hi.shape[0])
             mu = np.maximum(r_hi.max(axis=1), -r_hi.min(axis=1))
         if mu0 is None:
             mu0 = mu
         elif not np.any(mu > rel_stop * mu0):
-            return slices, grids, mu
+            return _Slices(slices, grids, mu0, mu, r_hi, lo_max)
+        if len(slices) == max_slices:
+            return None
         sigma = np.ldexp(dd._nextpow2(mu), shift)[:, None]
         q = r_hi + sigma
         q -= sigma
         r_hi -= q
         slices.append(q)
         grids.append(np.ldexp(sigma[:, 0], -53))
-        if not r_hi.any() and (r_lo is None or not r_lo.any()):
-            return slices, grids, np.zeros(r_hi.shape[0])
-    return None
+    return None  # not reached
 
 
-def _matvec_ozaki(W: np.ndarray, X: DD, tol_bits: int, exact_x: bool = False) -> tuple[DD, np.ndarray] | None:
-    """W x by the Ozaki–Ogita–Oishi error-free splitting: x = Σ_a X_a + R, W = Σ_b W_b (rows sliced as in
-    :func:`_slice_rows`, widths from :func:`_ozaki_bits`), every X_a W_bᵀ computed *exactly* by float64 GEMM, and
-    the s_x·s_w exact partial results of each output summed by :func:`golden.dd.acc_sum`. W is processed in
-    cache-sized row chunks (read once). The x remainder R (max|R_i| ≤ 2^-(tol+8+⌈log2 n⌉)·max|x_i|, or R = 0
-    with ``exact_x``) is left out and bounded by max|R_i|·‖W_m‖₁. Returns (W x, error bound), or None when not
+class _XSlices(NamedTuple):
+    """x cut into slices of ≤ b_x bits (:func:`_slice_rows`) and its remainder, stacked for one GEMM."""
+
+    stacked: np.ndarray  # (k·N, n): slice a of row r at a·N + r; the remainder's hi part last when there is one
+    count: int  # k: the slices, and the remainder if any
+    grid_min: float  # smallest and largest nonzero slice grid (for the under/overflow guard)
+    grid_max: float
+    rest: np.ndarray | None  # per row, max|remainder|·γ_n + max|remainder lo part| (None: sliced exactly)
+
+
+def _x_slices(X: DD, b_x: int, n: int, stop_bits: int | None) -> _XSlices | None:
+    """x sliced to ``b_x`` bits, down to max|R_i| ≤ 2^-stop_bits·max|x_i| (``None``: exactly, R = 0)."""
+    max_slices = 48 if stop_bits is None else 3 + stop_bits // (b_x - 1)  # a slice takes ≥ b_x − 1 bits
+    xs = _slice_rows(X.hi, X.lo, b_x, max_slices, 0.0 if stop_bits is None else 2.0**-stop_bits)
+    if xs is None or not xs.slices:
+        return None
+    g = np.concatenate([g[g > 0] for g in xs.grids] + [np.ones(1)])
+    if not xs.rest_max.any():
+        return _XSlices(np.concatenate(xs.slices), len(xs.slices), g.min(), g.max(), None)
+    gamma = n * dd.U / (1 - n * dd.U) * (1 + 2.0**-40)  # Higham's γ_n, rounded up
+    rest = np.max(np.abs(xs.rest_hi), axis=1) * gamma + xs.rest_lo_max
+    return _XSlices(np.concatenate([*xs.slices, xs.rest_hi]), len(xs.slices) + 1, g.min(), g.max(), rest)
+
+
+def _matvec_ozaki(
+    W: np.ndarray, X: DD, tol_bits: int, dl: Deadline, exact_x: bool = False
+) -> tuple[DD, np.ndarray] | None:
+    """W x by the Ozaki–Ogita–Oishi error-free splitting: x = Σ_a X_a + R, W = Σ_b W_b, every X_a W_bᵀ computed
+    *exactly* by float64 GEMM, and the partial results of each output summed by :func:`golden.dd.acc_sum`. W is
+    processed in cache-sized row chunks (read once), in parallel. Returns (W x, error bound), or None when not
     applicable (then the per-product path is used).
+
+    * The x remainder R (max|R_i| ≤ 2^-(tol+32)·max|x_i|/γ_n, or R = 0 with ``exact_x``) enters the same GEMM as one
+      more slice: its products are rounded, by at most γ_n·max|R_i|·‖W_m‖₁ (‖W_m‖₁ ≤ n·max|W_m|), in the bound.
+    * W is not sliced at all (one slice: itself) when it is float32 and a row chunk lies on row grids of
+      b_w ≤ budget − 8 bits (:func:`_row_grid`); x is then sliced to b_x = budget − b_w bits. With few rows of x
+      b_w is that bound (one x slicing, no pass over W ahead); with many, the widest row grid within it (one pass
+      ahead over W, fewer x slices in every GEMM). Other chunks are sliced as :func:`_ozaki_bits` says.
     """
     M, n = W.shape
     N = X.hi.shape[0]
-    b_x, b_w = _ozaki_bits(n, W.dtype == np.float32)
-    rel_stop = 0.0 if exact_x else 2.0 ** -(tol_bits + 8 + int(np.ceil(np.log2(max(n, 2)))))
-    xs = _slice_rows(X.hi, X.lo, b_x, 48 if exact_x else 24, rel_stop)
-    if xs is None or not xs[0]:
-        return None
-    x_all = np.concatenate(xs[0])  # (s_x·N, n)
-    sx = len(xs[0])
-    gx = np.concatenate([g[g > 0] for g in xs[1]] + [np.ones(1)])
-    lo_x, hi_x = gx.min(), gx.max()
-    truncated = bool(np.any(xs[2]))
+    budget = _ozaki_budget(n)
+    b_x_sliced, b_w_sliced = _ozaki_bits(n, W.dtype == np.float32)
+    stop_bits = None if exact_x else max(1, tol_bits + 32 + int(np.ceil(np.log2(max(n, 2)))) - 52)
+    ch = max(1, min(M, (1 << 18) // max(1, n)))  # rows per product: 2 MiB of float64 W stays in cache
+    starts = list(range(0, M, ch))
+    unsliced = W.dtype == np.float32 and UNSLICED_W
+    b_w_direct = budget - 8
+    if unsliced and N >= 16:
+        grids = pool_map(lambda i: _row_grid(W[i : i + ch])[1].max(), starts, M * n // 8)
+        fits = [int(b) for b in grids if b <= b_w_direct]
+        b_w_direct = max(fits, default=b_w_direct)
+    lock = threading.Lock()
+    cache: dict[int, _XSlices | None] = {}
+
+    def x_slices(b_x: int) -> _XSlices | None:
+        with lock:
+            if b_x not in cache:
+                cache[b_x] = _x_slices(X, b_x, n, stop_bits)
+            return cache[b_x]
+
+    def product(i: int, c: int) -> tuple[np.ndarray, np.ndarray | None] | None:
+        """Rows i..i+c−1 of W: (the partial results (N, c, k), the bound on the remainder's part or None)."""
+        Wc = W[i : i + c].astype(np.float64)
+        xs = None
+        if unsliced:
+            gw, bw, w_max = _row_grid(W[i : i + c])
+            if bw.max() <= b_w_direct:
+                xs = x_slices(budget - b_w_direct)
+                w_slices, gw_min, gw_max = Wc, gw.min(), gw.max()
+        if xs is None:
+            xs = x_slices(b_x_sliced)
+            ws = None if xs is None else _slice_rows(Wc, None, b_w_sliced, 8, copy=False)
+            if ws is None:
+                return None
+            gw = np.concatenate([g[g > 0] for g in ws.grids] + [np.ones(1)])
+            w_slices = np.concatenate(ws.slices) if len(ws.slices) > 1 else ws.slices[0]
+            gw_min, gw_max, w_max = gw.min(), gw.max(), ws.row_max
+        if xs.grid_min * gw_min < 2.0**-1000 or xs.grid_max * gw_max > 2.0**900 / (n * 2.0**110):  # products normal
+            return None
+        sw = w_slices.shape[0] // c
+        prod = _gemm(xs.stacked, w_slices)  # (k·N, s_w·c): exact slice-product sums, the remainder's rounded
+        parts = prod.reshape(xs.count, N, sw, c).transpose(1, 3, 0, 2).reshape(N, c, xs.count * sw)
+        if xs.rest is None:
+            return parts, None
+        w_l1 = w_max * (n * (1 + 2.0**-40))  # ≥ ‖W_m‖₁
+        return parts, xs.rest[:, None] * w_l1[None, :] + n * 2.0**-1074  # (+ products that underflow)
+
     out_hi, out_lo, out_b = np.empty((N, M)), np.empty((N, M)), np.empty((N, M))
-    ch = max(1, min(M, (1 << 18) // max(1, n)))
+    per_task = max(1, min((1 << 16) // max(1, N * ch), -(-len(starts) // 4)))  # sums batched, ≥ 4 tasks
     failed: list[bool] = []
 
-    def run(i: int) -> None:
-        Wc = W[i : i + ch].astype(np.float64)
-        w_l1 = np.abs(Wc).sum(axis=1) if truncated else None  # ‖W_m‖₁ for the bound on the x remainder
-        ws = _slice_rows(Wc, None, b_w, 8, copy=False)
-        if ws is None:
-            failed.append(True)
-            return
-        gw = np.concatenate([g[g > 0] for g in ws[1]] + [np.ones(1)])
-        if lo_x * gw.min() < 2.0**-1000 or hi_x * gw.max() > 2.0**900 / (n * 2.0**110):  # keep products normal
-            failed.append(True)
-            return
-        c, sw = Wc.shape[0], len(ws[0])
-        prod = _gemm(x_all, np.concatenate(ws[0]) if sw > 1 else ws[0][0])  # exact slice-product sums
-        parts = prod.reshape(sx, N, sw, c).transpose(1, 3, 0, 2).reshape(N, c, sx * sw)
-        s, bound = dd.acc_sum(parts, tol_bits=tol_bits + 4)
-        if w_l1 is not None:
-            bound = bound + xs[2][:, None] * w_l1[None, :] * (1 + 2.0**-40)
-        out_hi[:, i : i + c], out_lo[:, i : i + c], out_b[:, i : i + c] = s.hi, s.lo, bound
+    def run(start: int) -> None:
+        dl.check()
+        groups: dict[int, list[tuple[int, np.ndarray, np.ndarray | None]]] = {}
+        for i in range(start, min(M, start + ch * per_task), ch):
+            res = product(i, min(ch, M - i))
+            if res is None:
+                failed.append(True)
+                return
+            groups.setdefault(res[0].shape[-1], []).append((i, *res))
+        for items in groups.values():  # one certified summation per number of partial results
+            s, bound = dd.acc_sum(np.concatenate([p for _, p, _ in items], axis=1), tol_bits=tol_bits + 4)
+            j = 0
+            for i, p, extra in items:
+                src, dst = slice(j, j + p.shape[1]), slice(i, i + p.shape[1])
+                out_hi[:, dst], out_lo[:, dst] = s.hi[:, src], s.lo[:, src]
+                out_b[:, dst] = bound[:, src] if extra is None else bound[:, src] + extra
+                j += p.shape[1]
 
-    _pool_map(run, list(range(0, M, ch)), M * n * max(1, sx))
+    pool_map(run, starts[::per_task], M * n)
     if failed:
         return None
     return DD(out_hi, out_lo), out_b
@@ -206,9 +292,14 @@ def _matvec(W: np.ndarray, x: DD, x_narrow: bool, tol_bits: int, stats: Stats, d
     X = x.reshape(-1, n)
     N = X.hi.shape[0]
     if (N >= 2 or W.dtype == np.float32) and n > 0 and M > 0:  # error-free slicing + BLAS: W read once
-        res = _matvec_ozaki(W, X, tol_bits)
-        if res is not None and np.any(res[1] > np.ldexp(np.abs(res[0].hi), -(tol_bits + 2))):
-            res = _matvec_ozaki(W, X, tol_bits, exact_x=True)  # cancellation: slice x completely (no remainder)
+        res = _matvec_ozaki(W, X, tol_bits, dl)
+        redo = np.flatnonzero(np.any(res[1] > np.ldexp(np.abs(res[0].hi), -(tol_bits + 2)), axis=0)) if res else []
+        if len(redo):  # cancellation in these outputs: recompute them with x sliced completely (no remainder)
+            fix = _matvec_ozaki(np.ascontiguousarray(W[redo]), X, tol_bits, dl, exact_x=True)
+            if fix is None:
+                res = None
+            else:
+                res[0].hi[:, redo], res[0].lo[:, redo], res[1][:, redo] = fix[0].hi, fix[0].lo, fix[1]
         if res is not None:
             stats.record(*res)
             return DD(res[0].hi.reshape(*lead, M), res[0].lo.reshape(*lead, M))
@@ -249,7 +340,7 @@ def _matvec(W: np.ndarray, x: DD, x_narrow: bool, tol_bits: int, stats: Stats, d
         stats.record(s, bound)
         out_hi[:, i : i + c], out_lo[:, i : i + c] = s.hi, s.lo
 
-    _pool_map(run, starts, N * M * n * k)
+    pool_map(run, starts, N * M * n * k)
     return DD(out_hi.reshape(*lead, M), out_lo.reshape(*lead, M))
 
 

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import mpmath
@@ -150,32 +151,117 @@ def context(prec: int, deadline: Deadline | None = None) -> Any:
     return ctx
 
 
-# ------------------------------------------------------------------------------------------- inputs
-def exact(t: Any, what: str) -> np.ndarray:
-    """The exact values of a tensor/array as numpy: float32 for ≤ 24-bit formats (exact), float64 otherwise.
+# -------------------------------------------------------------------------------------- thread pool
+_POOL: ThreadPoolExecutor | None = None
 
-    bf16/fp16 → fp32 and fp32 → fp64 are exact conversions; nothing is rounded. Never writes to the input.
+
+def pool_map(fn: Callable[[int], Any], items: list[int], work: int) -> list[Any]:
+    """Map over chunks, on a small thread pool when the work is large (numpy ufuncs and torch release the GIL).
+
+    Meanwhile torch computes single-threaded in every thread that runs a chunk: the chunks are the parallelism,
+    and a multi-threaded BLAS beside them spins (20× slower on a busy machine). This thread's count, and the
+    count torch gives threads it starts later, are restored afterwards.
     """
+    global _POOL
+    workers = max(1, min(4, os.cpu_count() or 1))
+    before = torch.get_num_threads()
+    try:
+        if work < (1 << 20) or len(items) < 2 or workers == 1:
+            torch.set_num_threads(1)
+            return [fn(i) for i in items]
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(
+                max_workers=workers, thread_name_prefix="golden", initializer=torch.set_num_threads, initargs=(1,)
+            )
+        return list(_POOL.map(fn, items))
+    finally:
+        torch.set_num_threads(before)
+
+
+# ------------------------------------------------------------------------------------------- inputs
+_READ_CHUNK = 1 << 20  # values per chunk when converting and checking a large input
+
+
+class Inputs(list):
+    """The exact values of a component's inputs (a list of numpy arrays) and ``finite``: whether every value is."""
+
+    finite: bool = True
+
+
+def read(named: Mapping[str, Any]) -> Inputs:
+    """The exact values of the named inputs as numpy (float32 for ≤ 24-bit formats, float64 otherwise; nothing is
+    rounded, the inputs are never written to), with ``finite`` telling whether every value is finite.
+
+    Large inputs are converted and checked chunk by chunk on the pool, each chunk checked while it is in cache: a
+    bf16 tensor's 16 bits become the high half of an fp32 (exact), so a large weight is read once.
+    """
+    arrays = Inputs()
+    for what, t in named.items():
+        a, bits = _exact(t, what)
+        flat_a, flat_b = a.reshape(-1), None if bits is None else bits.reshape(-1)
+
+        def convert_and_check(i: int, flat_a: np.ndarray = flat_a, flat_b: np.ndarray | None = flat_b) -> bool:
+            part = flat_a[i : i + _READ_CHUNK]
+            if flat_b is not None:
+                np.left_shift(flat_b[i : i + _READ_CHUNK], 16, out=part.view(np.uint32), dtype=np.uint32)
+            return bool(np.isfinite(part).all())
+
+        n = flat_a.shape[0]
+        arrays.finite = all(pool_map(convert_and_check, list(range(0, n, _READ_CHUNK)), n)) and arrays.finite
+        arrays.append(a)
+    return arrays
+
+
+def exact(t: Any, what: str) -> np.ndarray:
+    """The exact values of one tensor/array as numpy (:func:`read`)."""
+    return read({what: t})[0]
+
+
+def all_finite(*arrays: np.ndarray) -> bool:
+    """Every value finite (``read(...).finite`` answers this while reading, without a second pass)."""
+    return all(bool(np.isfinite(a).all()) for a in arrays)
+
+
+def _exact(t: Any, what: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """(values, None) with the exact values of a tensor/array — float32 for fp16/fp32, float64 for fp64 and numpy
+    integers — or, for bf16, (an uninitialised float32 array, the bf16 bit patterns) for :func:`read` to widen."""
     if isinstance(t, torch.Tensor):
         t = t.detach()
         if not t.is_floating_point():
             raise TypeError(f"golden: {what} must be a float tensor, got {t.dtype}")
-        if t.dtype == torch.bfloat16 and sys.byteorder == "little":  # bf16 = the high half of an fp32: copy bits
+        if t.dtype == torch.bfloat16:
             bits = t.to("cpu").contiguous().view(torch.int16).numpy().view(np.uint16)
-            out = np.zeros(bits.shape, dtype=np.uint32)
-            out.view(np.uint16).reshape(*bits.shape, 2)[..., 1] = bits
-            return out.view(np.float32)
+            return np.empty(bits.shape, dtype=np.float32), bits
         if t.dtype in (torch.float16, torch.float32):
-            return t.to(device="cpu", dtype=torch.float32).numpy()
+            return t.to(device="cpu", dtype=torch.float32).numpy(), None
         if t.dtype == torch.float64:
-            return t.to(device="cpu").numpy()
+            return t.to(device="cpu").numpy(), None
         raise TypeError(f"golden: unsupported dtype {t.dtype} for {what}")
     a = np.asarray(t)
     if a.dtype == np.float32:
-        return a
+        return a, None
     if a.dtype.kind in "fiu" and a.dtype.itemsize <= 8:
-        return a.astype(np.float64)
+        return a.astype(np.float64), None
     raise TypeError(f"golden: cannot read {what} of type {type(t).__name__} / dtype {a.dtype}")
+
+
+def select_rows(t: Any, rows: Any, name: str) -> Any:
+    """Rows ``rows`` of x (a tensor or array, every dimension but the last flattened row-major) as a (k, D) tensor or
+    array, for a golden value of a row-wise component on a sample of a huge batch; the indices are checked first:
+    integers in [0, number of rows), a 1-D sequence (a list, numpy array or tensor)."""
+    shape = tuple(t.shape)
+    if len(shape) < 1:
+        raise ValueError(f"golden.{name}: rows= needs x with a last dimension, got shape {shape}")
+    n = math.prod(shape[:-1])
+    idx = rows.detach().cpu().numpy() if isinstance(rows, torch.Tensor) else np.asarray(rows)
+    if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
+        raise ValueError(f"golden.{name}: rows must be a 1-D sequence of integer indices, got {idx.dtype} {idx.shape}")
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise ValueError(f"golden.{name}: rows must be in [0, {n}) for x of shape {shape}, got {idx.min()}…{idx.max()}")
+    idx = idx.astype(np.int64)
+    if isinstance(t, torch.Tensor):
+        return t.reshape(n, shape[-1])[torch.from_numpy(idx).to(t.device)]
+    return np.asarray(t).reshape(n, shape[-1])[idx]
 
 
 def scalar(v: Any, what: str) -> float:
@@ -185,10 +271,6 @@ def scalar(v: Any, what: str) -> float:
     if not math.isfinite(v):
         raise ValueError(f"golden: {what} must be finite, got {v}")
     return v
-
-
-def all_finite(*arrays: np.ndarray) -> bool:
-    return all(bool(np.isfinite(a).all()) for a in arrays)
 
 
 def check_last(X: np.ndarray, w: np.ndarray, name: str, what: str) -> None:

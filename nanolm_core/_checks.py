@@ -132,7 +132,9 @@ def check_features(x: Any, dim: int, who: str, weight: torch.Tensor | None = Non
 
 
 def upcast_dtype(dtype: torch.dtype) -> torch.dtype:
-    """Compute precision of the reference: fp64 stays fp64, everything else is computed in fp32."""
+    """Compute precision of the reference — the contract's numerics policy: fp64 stays fp64, everything else is
+    computed in fp32. The one default of the suite's compute dtype: ``properties.numerics.bounds.compute_dtype``
+    is this unless an implementation declares another (``CONVENTIONS[...]["compute_dtype"]``)."""
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 

@@ -15,18 +15,18 @@ and no imports form a cycle (``tests/test_layers.py`` parses every import, top-l
 
 ``golden`` (the oracle, layer 1) and ``nanolm_core`` (the reference, layer 0) sit below all of these.
 
-Stable import paths of version 1 (``properties.registry``, ``properties.ulp``, ``properties.bounds``,
-``properties.impl``, ``properties.check``, ``properties.expectations``) name the modules that now live in
-the layers; ``MOVED`` maps them, and this package's import hook resolves them to the same module objects.
+Import paths of version 1 (``properties.registry``, ``properties.ulp``, ``properties.bounds``, ``properties.impl``,
+``properties.check``, ``properties.expectations``) are deprecated: each is a small module (``MOVED`` maps them)
+that warns (``DeprecationWarning``) and makes the old name the module it moved to; they go after one minor
+version.
+Importing this package installs nothing and imports nothing else.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.machinery
 import sys
-from types import ModuleType
+import warnings
 
 __version__ = "0.2.0"
 
@@ -35,7 +35,7 @@ __version__ = "0.2.0"
 LAYERS = {
     "nanolm_core": 0,
     "golden": 1,
-    "exercises": 1,
+    "exercises_en": 1,
     "properties": 1,
     "properties.adapters": 2,
     "properties.gallery": 2,
@@ -56,20 +56,12 @@ MOVED = {
     "properties.check": "properties.commands.check",
     "properties.expectations": "properties.running.expectations",
 }
+LAYERS |= dict.fromkeys(MOVED, 7)  # the deprecated aliases sit above everything: nothing of ours imports them
 
 
-class _MovedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """``import properties.registry`` → the module ``properties.running.runner`` itself (one object, two names)."""
-
-    def find_spec(self, name: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
-        return importlib.machinery.ModuleSpec(name, self) if name in MOVED else None
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        return importlib.import_module(MOVED[spec.name])
-
-    def exec_module(self, module: ModuleType) -> None:  # already executed under its own name
-        pass
-
-
-if not any(isinstance(f, _MovedFinder) for f in sys.meta_path):
-    sys.meta_path.insert(0, _MovedFinder())
+def _moved(name: str) -> None:
+    """In the version-1 module ``name``: make it the module it moved to (one object under both names) and warn at
+    the import that used the old path (stacklevel 3: past the alias module; warnings skips the import machinery)."""
+    message = f"{name} is deprecated: import {MOVED[name]} (the old path goes after one minor version)"
+    warnings.warn(message, DeprecationWarning, stacklevel=3)
+    sys.modules[name] = importlib.import_module(MOVED[name])

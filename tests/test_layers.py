@@ -15,7 +15,7 @@ import pytest
 import properties
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("nanolm_core", "golden", "properties", "exercises")
+PACKAGES = ("nanolm_core", "golden", "properties", "exercises_en")
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -171,19 +171,50 @@ def test_a_moved_path_is_refused_in_project_code(tree):
 
 
 @pytest.mark.parametrize("old", sorted(properties.MOVED))
-def test_version_1_import_paths_still_work(old):
-    """Every public import path of the README and docs (version 1) names the module it moved to."""
+def test_version_1_import_paths_still_work_and_warn(old, monkeypatch):
+    """Every public import path of version 1 names the very module it moved to, with a DeprecationWarning that
+    points at the importing line."""
     import importlib
+    import sys
 
-    assert importlib.import_module(old) is importlib.import_module(properties.MOVED[old])
+    monkeypatch.delitem(sys.modules, old, raising=False)
+    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated: import {properties.MOVED[old]}") as caught:
+        assert importlib.import_module(old) is importlib.import_module(properties.MOVED[old])
+    assert len(caught) == 1
 
 
-def test_the_documented_names_resolve():
-    from properties.check import run_check
-    from properties.impl import load
-    from properties.registry import LAWS, Law, LawResult, law, run_law
+def test_the_documented_names_resolve(monkeypatch):
+    import sys
 
-    from properties import bounds, ulp
-    from properties.expectations import apply
+    for old in properties.MOVED:  # as in a fresh interpreter: not imported yet
+        monkeypatch.delitem(sys.modules, old, raising=False)
+        monkeypatch.delattr(properties, old.rpartition(".")[2], raising=False)
+    with pytest.warns(DeprecationWarning) as caught:
+        from properties import bounds, ulp
+        from properties.check import run_check
+        from properties.expectations import apply
+        from properties.impl import load
+        from properties.registry import LAWS, Law, LawResult, law, run_law
 
     assert all((bounds.rmsnorm, ulp.ulp_error, run_check, apply, load, LAWS, Law, LawResult, law, run_law))
+    assert len(caught) == len(properties.MOVED)
+
+
+def test_the_deprecation_warning_points_at_the_users_import(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "old_user.py"
+    script.write_text("import warnings\nwarnings.simplefilter('default')\nfrom properties.registry import run_law\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert f"{script}:3: DeprecationWarning: properties.registry is deprecated" in out.stderr, out.stderr
+
+
+def test_importing_the_package_installs_no_import_hook():
+    """``import properties`` (any pytest run where the package is installed imports it) leaves sys.meta_path alone."""
+    import subprocess
+    import sys
+
+    code = "import sys; before = list(sys.meta_path); import properties; print(sys.meta_path == before)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "True"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import textwrap
 from typing import Any
 
+from properties.commands.render.text import wrap
 from properties.running.loading import ADAPTERS
 
 __all__ = ["ADAPTER_IDS", "EXIT", "Formatter", "adapters_text", "apply"]
@@ -31,15 +31,7 @@ ADAPTER_IDS = tuple(ADAPTERS)
 
 def adapters_text(indent: str = "  ") -> str:
     """The shipped adapter ids, wrapped to 80 columns."""
-    lines, line = [], indent
-    for name in ADAPTER_IDS:
-        candidate = f"{line}{name}, " if line.strip() else f"{indent}{name}, "
-        if len(candidate.rstrip(", ")) > WIDTH - 1:
-            lines.append(line.rstrip())
-            candidate = f"{indent}{name}, "
-        line = candidate
-    lines.append(line.rstrip(", "))
-    return "\n".join(lines)
+    return "\n".join(wrap(indent + ", ".join(ADAPTER_IDS), WIDTH - 1, hang=""))
 
 
 class Formatter(argparse.RawDescriptionHelpFormatter):
@@ -50,7 +42,7 @@ class Formatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, width or columns - 1)
 
     def _split_lines(self, text: str, width: int) -> list[str]:  # argparse's one hook for wrapping option help
-        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)  # never "nanolm-⏎verify"
+        return wrap(" ".join(text.split()), width, hang="")  # the one wrapping helper: never "nanolm-⏎verify"
 
 
 def apply(parser: argparse.ArgumentParser, default_epilog: str = "") -> None:

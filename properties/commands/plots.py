@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ import torch.nn.functional as F
 import golden
 import nanolm_core
 from properties.commands.helptext import Formatter
+from properties.commands.render.text import wrap
 from properties.gallery.bf16_accumulation import RMSNorm as Bf16AccumulatingRMSNorm
 from properties.gallery.eps_outside_sqrt import RMSNorm as EpsOutside
 from properties.gallery.silu_cancellation import silu_by_complement
@@ -348,8 +348,8 @@ def plot_silu_cancellation(out_dir: Path) -> Path:
         (F.silu(z), _BLUE, "F.silu(z) in bf16"),
         (silu_by_complement(z), _RED, "z·(1 − σ(−z)) in bf16 (gallery: silu_cancellation)"),
     ):
-        rel = np.abs(y.double().numpy() - exact) / np.maximum(np.abs(exact), 1e-300)
-        ax.plot(z.double().numpy(), np.maximum(rel, 1e-5), ".", ms=2, color=color, label=label)
+        rel = np.abs(ulp.as_f64(y) - exact) / np.maximum(np.abs(exact), 1e-300)
+        ax.plot(ulp.as_f64(z), np.maximum(rel, 1e-5), ".", ms=2, color=color, label=label)
     ax.axhline(2.0**-8, color=_GREY, lw=0.8, ls=":")
     ax.text(3.9, 2.0**-8 * 1.3, "bf16 u = 2⁻⁸", color=_GREY, fontsize=8, ha="right")
     ax.set_yscale("log")
@@ -391,6 +391,11 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _summary(func: Callable[..., Any]) -> str:
+    """A figure's docstring summary (its first paragraph) on one line."""
+    return " ".join((func.__doc__ or "").split("\n\n")[0].split())
+
+
 def register(subparsers: Any) -> None:
     """Add ``plot NAME|all [--out DIR]`` to the ``nanolm-verify`` parser."""
     parser = subparsers.add_parser(
@@ -398,14 +403,7 @@ def register(subparsers: Any) -> None:
         help="make the documentation's figures (PNG)",
         description="Make the documentation's figures as PNG files:\n"
         + "\n".join(
-            textwrap.fill(
-                f"{name}: {' '.join((func.__doc__ or '').split(chr(10) * 2)[0].split())}",
-                79,
-                initial_indent="  ",
-                subsequent_indent="      ",
-                break_on_hyphens=False,
-            )
-            for name, func in PLOTS.items()
+            line for name, func in PLOTS.items() for line in wrap(f"  {name}: {_summary(func)}", 79, hang="    ")
         ),
         epilog="examples:\n  nanolm-verify plot all\n  nanolm-verify plot eps_placement --out /tmp/figs\n\n"
         "exit status:\n  0  the figures were written\n  2  usage error: an unknown figure, no matplotlib",

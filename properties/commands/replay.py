@@ -19,8 +19,8 @@ import argparse
 import sys
 from typing import Any
 
-from properties.commands.check import failure_text
 from properties.commands.helptext import Formatter
+from properties.commands.render.text import failure_text
 from properties.running.loading import ImplementationError
 from properties.running.profiles import PROFILES
 from properties.running.runner import LAWS, Task, load_counterexample

@@ -2,7 +2,9 @@
 
     pytest --pyargs properties.conformance.test_laws --impl mypkg.norms -k "rmsnorm and bf16" --nanolm-profile ci
 
-A law not defined for a dtype has no test; CUDA tests skip with a reason when no GPU is present.
+A law not defined for a dtype has no test; without a CUDA device the CUDA tests are not collected (the plugin
+says how many were left out; ``-m nanolm_cuda`` collects them, to skip with the reason). The parameter id of a test
+is ``expectations.param_id`` — what an expectation line may name it by.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from golden.formats import fmt
+from properties.running.expectations import param_id
 from properties.running.runner import DEVICES, LAWS
 
 
@@ -21,7 +24,7 @@ def _params() -> list:
                 continue  # compares an accelerator with the CPU: no test on the CPU itself
             marks = [pytest.mark.nanolm_cuda] if device == "cuda" else []
             params += [
-                pytest.param(law.id, dtype, device, id=f"{law.id}-{fmt(dtype).name}-{device}", marks=marks)
+                pytest.param(law.id, dtype, device, id=param_id(law.id, fmt(dtype).name, device), marks=marks)
                 for dtype in law.dtypes
             ]
     return params

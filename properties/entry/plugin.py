@@ -1,13 +1,28 @@
 """pytest plugin (entry point ``nanolm_verify``), safe to auto-load in any project.
 
-Installing the package loads this plugin into every pytest run, so it changes nothing until the laws are used:
+Installing the package loads this plugin into every pytest run, so it costs nothing and changes nothing until the
+laws are used:
 
+* at start-up it only registers its options and its marker: this module imports pytest and the standard library
+  (and the table of profile names); torch, Hypothesis, the law library and the implementation are imported when a
+  law test is collected or run (as Hypothesis' own plugin defers ``import hypothesis``);
 * its options carry the project's prefix — ``--impl`` (the contract's name), ``--nanolm-profile``,
   ``--nanolm-expectations``, ``--nanolm-no-shipped-expectations`` — and its fixtures too (``nanolm_impl``,
   ``nanolm_law_runner`` …); its one marker is ``nanolm_cuda``;
-* it never registers nor loads a Hypothesis profile: the user's own profiles, settings and example database stay
-  as the user's conftest made them;
+* it never registers nor loads a Hypothesis profile, and registers nothing with Hypothesis: the user's own
+  profiles, settings, example database and random generators stay as the user's conftest made them (torch's
+  global generator is seeded and restored around each law example only: ``runner._seeded_torch_rng``);
 * it prints its header only when tests that run laws were collected.
+
+Outcomes are pytest's own: a law that fails fails the test (``LawFailed``, a ``pytest.fail`` outcome, with the
+law's message and a reproduction line for this very test); an expectation entry (``--nanolm-expectations``, the
+implementation's shipped file; law ids or the node ids pytest prints) marks the test ``xfail`` — an unexpected
+pass is pytest's XPASS, a failure of the session under ``xfail_strict`` — or skips it; a law not applicable skips.
+What pytest or another plugin raises while a law runs (pytest-timeout's ``Failed``, ``Exit``, Ctrl-C) reaches
+pytest as it was raised and is never reported against the implementation.
+
+Law tests on a CUDA device (marker ``nanolm_cuda``) are not collected on a machine without CUDA — one summary line
+says how many were left out — unless they are asked for (``-m nanolm_cuda``): then they skip with the reason.
 
 Law profile of a run (the budget ``run_law`` gets), in order of precedence:
 
@@ -23,7 +38,9 @@ Law profile of a run (the budget ``run_law`` gets), in order of precedence:
 ``--hypothesis-seed S`` seeds every law (each law derives its own seed from S and its id, dtype and device).
 A failure's reproduction line is built from the test's own node id and the options of the run, and works in
 the directory where it is printed (``pytest 'path::test[id]' …``, or ``pytest --pyargs 'module::test[id]' …``
-for a test outside that directory).
+for a test outside that directory). Each law test records its measurements as test properties (JUnit XML):
+``nanolm_headroom`` first — the number to read — then the bound at that element, the max ULP error and the
+element it belongs to (``measurements``).
 """
 
 from __future__ import annotations
@@ -37,14 +54,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import settings
-from hypothesis.errors import InvalidArgument
 
-from properties.running import expectations, profiles
-from properties.running.loading import ENV_VAR, ImplementationError, load, resolve_spec
+from properties.running import profiles  # names and numbers only: Hypothesis is imported when settings are made
 
 _MAPPED = "hypothesis:"  # law profile made from a Hypothesis profile: "hypothesis:<name>"
 _LAWS = "nanolm_verify_law"  # user_properties key of a test that ran a law (counted for the summary)
+_LEFT_OUT = "nanolm_cuda_left_out"  # workeroutput key (xdist): CUDA law tests a worker did not collect
+_CUDA_MARK = "nanolm_cuda"
+IMPL_ENV = "NANOLM_IMPL"  # = properties.running.loading.ENV_VAR (which imports torch; a test ties the two)
+
+
+class LawFailed(pytest.fail.Exception):
+    """A law does not hold for the implementation (the test's failure; an expectation entry's ``xfail`` covers
+    exactly this outcome — a suite error or a crash of the test harness is never an expected failure)."""
+
+    __module__ = "builtins"  # pytest prints "LawFailed: …", as it prints its own "Failed: …"
+
+    def __init__(self, message: str, brief: str) -> None:
+        super().__init__(message, pytrace=False)
+        self.brief = brief  # one line: the headline and the reproduction command (pytest's short summary)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -52,7 +80,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--impl",
         default=None,
-        help=f"implementation to check (module, .py path or adapter id); overrides ${ENV_VAR}; default nanolm_core",
+        help=f"implementation to check (module, .py path or adapter id); overrides ${IMPL_ENV}; default nanolm_core",
     )
     group.addoption(
         "--nanolm-profile",
@@ -66,8 +94,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         metavar="FILE",
-        help="your expectation file (format: properties/running/expectations.py); repeatable; its entries come "
-        "before the implementation's shipped file",
+        help="your expectation file (law ids or pytest node ids; format: properties/running/expectations.py); "
+        "repeatable; its entries come before the implementation's shipped file",
     )
     group.addoption(
         "--nanolm-no-shipped-expectations",
@@ -81,6 +109,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def mapped_profile(name: str, base: profiles.Profile | None = None) -> profiles.Profile:
     """The law profile made from the registered Hypothesis profile ``name`` (see the module docstring)."""
+    from hypothesis import settings
+
     hyp = settings.get_profile(name)  # InvalidArgument when it is not registered
     base = base or profiles.PROFILES[profiles.DEFAULT_PROFILE]
     return dataclasses.replace(
@@ -107,26 +137,42 @@ def _law_profile(config: pytest.Config) -> tuple[str, list[str]]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "nanolm_cuda: a nanolm-verify law on a CUDA device (skipped without one)")
+    config.addinivalue_line("markers", f"{_CUDA_MARK}: a nanolm-verify law on a CUDA device (skipped without one)")
     config.pluginmanager.register(_Run(config), "nanolm-verify-run")
 
 
 class _Run:
-    """This run's state: the law profile made from a Hypothesis profile (if any), the header, the law count."""
+    """This run's state: the header, the law count, the CUDA law tests left out, a mapped law profile."""
 
     def __init__(self, config: pytest.Config) -> None:
-        self.config, self.laws, self.header, self.added = config, 0, False, None
-        name, _ = _law_profile(config)
-        if name.startswith(_MAPPED) and name not in profiles.PROFILES:
-            try:
-                profiles.PROFILES[name] = mapped_profile(name.removeprefix(_MAPPED))
-            except InvalidArgument:
-                return  # Hypothesis' own plugin reports the unknown profile
-            self.added = name  # removed at unconfigure: the table is the suite's, not this run's
+        self.config, self.laws, self.header, self.left_out = config, 0, False, 0
+        self.added: str | None = None  # a law profile this run added to the suite's table (removed at the end)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.added:
             profiles.PROFILES.pop(self.added, None)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """Leave out the CUDA law tests where torch sees no CUDA device, unless ``-m`` asks for them."""
+        cuda = [item for item in items if item.get_closest_marker(_CUDA_MARK)]
+        if not cuda or _CUDA_MARK in (config.getoption("markexpr", default="") or ""):
+            return
+        import torch  # the law tests were collected: torch is imported already
+
+        if torch.cuda.is_available():
+            return
+        dropped = set(map(id, cuda))
+        items[:] = [item for item in items if id(item) not in dropped]
+        config.hook.pytest_deselected(items=cuda)
+        self.left_out = len(cuda)
+        if hasattr(config, "workeroutput"):  # an xdist worker: the controller prints the summary line
+            config.workeroutput[_LEFT_OUT] = self.left_out
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """(xdist controller) what each worker left out: they all collect the same tests."""
+        self.left_out = max(self.left_out, getattr(node, "workeroutput", {}).get(_LEFT_OUT, 0))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """The header, once, when the collected tests run laws (never in a project that does not use them)."""
@@ -136,6 +182,17 @@ class _Run:
         reporter.write_line(_header(self.config))
         self.header = True
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
+        """A law's (or a drop-in assertion's) failure is one line in pytest's short summary (``-rf``; printed whole
+        under ``-vv`` and in CI): its headline and its reproduction command, not the whole message again."""
+        report = yield
+        crash = getattr(report.longrepr, "reprcrash", None)
+        brief = getattr(call.excinfo.value, "brief", None) if call.excinfo is not None else None
+        if isinstance(brief, str) and crash is not None:
+            crash.message = f"{type(call.excinfo.value).__name__}: {brief}"
+        return report
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Count the tests that ran a law (under xdist too: user_properties travel with the reports)."""
         if report.when == "call" and any(key == _LAWS for key, _ in report.user_properties):
@@ -143,7 +200,12 @@ class _Run:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.laws and not self.header:  # under xdist the controller collects nothing itself
-            terminalreporter.write_line(_header(self.config) + f" ({self.laws} law tests)")
+            terminalreporter.write_line(_header(self.config) + f" ({self.laws} law test{'s' * (self.laws != 1)})")
+        if self.left_out and not hasattr(self.config, "workerinput"):
+            tests = "test" if self.left_out == 1 else "tests"
+            terminalreporter.write_line(
+                f"nanolm-verify: {self.left_out} CUDA law {tests} left out (no CUDA; -m {_CUDA_MARK} adds them)"
+            )
 
 
 def _uses_laws(item: pytest.Item) -> bool:
@@ -151,6 +213,8 @@ def _uses_laws(item: pytest.Item) -> bool:
 
 
 def _header(config: pytest.Config) -> str:
+    from properties.running.loading import resolve_spec  # (laws were collected: torch is imported already)
+
     spec = resolve_spec(option=config.getoption("--impl", default=None))
     name, _ = _law_profile(config)
     files = config.getoption("--nanolm-expectations", default=[]) or []
@@ -165,6 +229,8 @@ def _header(config: pytest.Config) -> str:
 @pytest.fixture(scope="session")
 def nanolm_impl(request: pytest.FixtureRequest) -> Any:
     """The implementation under test (--impl > $NANOLM_IMPL > nanolm_core), loaded in this process."""
+    from properties.running.loading import ImplementationError, load, resolve_spec
+
     spec = resolve_spec(option=request.config.getoption("--impl"))
     try:
         return load(spec)
@@ -175,9 +241,15 @@ def nanolm_impl(request: pytest.FixtureRequest) -> Any:
 @pytest.fixture(scope="session")
 def nanolm_law_profile(request: pytest.FixtureRequest) -> str:
     """The law profile of this run (see the module docstring for the precedence)."""
+    from hypothesis.errors import InvalidArgument
+
     name, _ = _law_profile(request.config)
-    if name not in profiles.PROFILES:
-        pytest.exit(f"nanolm-verify: Hypothesis profile {name.removeprefix(_MAPPED)!r} is not registered", 2)
+    if name.startswith(_MAPPED) and name not in profiles.PROFILES:
+        try:
+            profiles.PROFILES[name] = mapped_profile(name.removeprefix(_MAPPED))
+        except InvalidArgument:
+            pytest.exit(f"nanolm-verify: Hypothesis profile {name.removeprefix(_MAPPED)!r} is not registered", 2)
+        request.config.pluginmanager.get_plugin("nanolm-verify-run").added = name  # the table is the suite's
     return name
 
 
@@ -192,6 +264,8 @@ def nanolm_law_seed(request: pytest.FixtureRequest) -> int | None:
 def nanolm_expectations(request: pytest.FixtureRequest, nanolm_impl: Any) -> list[Any]:
     """The run's expectation entries: --nanolm-expectations files first, then the implementation's shipped file.
     Entries naming no known law are reported once, as ExpectationWarnings."""
+    from properties.running import expectations
+
     config = request.config
     try:
         entries = expectations.combined(
@@ -214,21 +288,40 @@ def repro_command(item: pytest.Item, options: list[str]) -> str:
     try:
         target = [shlex.quote(f"{path.relative_to(here).as_posix()}::{rest}")]
     except ValueError:  # outside the invocation directory (an installed package): name it by module
-        module = getattr(getattr(item, "module", None), "__name__", path.stem)
-        target = ["--pyargs", shlex.quote(f"{module}::{rest}")]
+        target = ["--pyargs", shlex.quote(f"{_module_name(item)}::{rest}")]
     return " ".join(["pytest", *target, *options])
 
 
+def _module_name(item: pytest.Item) -> str:
+    return getattr(getattr(item, "module", None), "__name__", Path(str(item.path)).stem)
+
+
+def node_ids(item: pytest.Item) -> list[str]:
+    """The ids an expectation line may name this test by: its node id as pytest prints it, by module name, and by
+    its absolute path (``expectations.Expectation.matches``)."""
+    rest = item.nodeid.split("::", 1)[1] if "::" in item.nodeid else item.name
+    return [item.nodeid, f"{_module_name(item)}::{rest}", f"{Path(str(item.path)).as_posix()}::{rest}"]
+
+
 def measurements(result: Any) -> list[tuple[str, Any]]:
-    """The law's numbers as (name, value) test properties: max ULP, headroom, bound, examples, status."""
+    """The law's numbers as (name, value) test properties, headroom first (max error ÷ bound over the examples:
+    ≤ 1 passes, the number to read), then the bound in ULPs at the element where it was reached, the max ULP
+    error and the element it belongs to (another one in general: near a cancellation a large ULP error is a
+    small headroom), the status, the examples and the bound's formula."""
     bound = result.bound or {}
+    worst = result.worst_input or {}
+    at = None
+    if "worst_index" in worst:
+        index, g, a = tuple(worst["worst_index"]), worst.get("worst_golden"), worst.get("worst_actual")
+        at = f"index {index}: golden {g}, actual {a}"
     props = [
-        ("nanolm_status", result.status),
-        ("nanolm_max_ulp", None if result.max_ulp is None else float(result.max_ulp)),
         ("nanolm_headroom", None if result.headroom is None else float(result.headroom)),
-        ("nanolm_bound_ulps", bound.get("ulps")),
-        ("nanolm_bound", bound.get("formula")),
+        ("nanolm_headroom_bound_ulps", bound.get("ulps")),
+        ("nanolm_max_ulp", None if result.max_ulp is None else float(result.max_ulp)),
+        ("nanolm_max_ulp_at", at),
+        ("nanolm_status", result.status),
         ("nanolm_examples", result.examples),
+        ("nanolm_bound", bound.get("formula")),
     ]
     plain = (str, int, float, bool)  # xdist serializes them (numpy scalars it does not)
     return [(name, value if isinstance(value, plain) else str(value)) for name, value in props if value is not None]
@@ -242,9 +335,12 @@ def nanolm_law_runner(
     nanolm_law_seed: int | None,
     nanolm_expectations: list[Any],
 ) -> Callable[..., Any]:
-    """run(law_id, dtype, device) → LawResult; passes, skips, xfails (an expectation entry) or fails the test
-    with the law's message and a reproduction line for this very test."""
-    from properties.running.runner import LAWS, run_law  # the law library loads on first use
+    """run(law_id, dtype, device) → LawResult; passes, skips, xfails (an expectation entry: pytest's xfail, so an
+    unexpected pass is XPASS) or fails the test with the law's message and a reproduction line for this very test."""
+    from golden.formats import fmt
+    from properties.commands.render.text import failure_text
+    from properties.running import expectations
+    from properties.running.runner import LAWS, run_law
 
     item = request.node
     _, selects = _law_profile(request.config)
@@ -257,24 +353,27 @@ def nanolm_law_runner(
 
     def run(law_id: str, dtype: Any, device: str = "cpu") -> Any:
         law = LAWS[law_id]
+        entry = expectations.find(nanolm_expectations, law_id, fmt(dtype).name, device, node_ids(item))
+        if entry is not None and entry.action == "skip":
+            pytest.skip(f"expected skip ({entry.where}): {entry.reason}")
+        if entry is not None:  # xfail: pytest judges the outcome (XFAIL, XPASS, XPASS(strict) under xfail_strict)
+            item.add_marker(
+                pytest.mark.xfail(reason=f"expected failure ({entry.where}): {entry.reason}", raises=LawFailed)
+            )
         result = run_law(
             law, nanolm_impl, dtype=dtype, device=device, profile=nanolm_law_profile, seed=nanolm_law_seed,
             repro=repro,
         )  # fmt: skip
+        item.user_properties += measurements(result)  # record_property: JUnit XML carries them, headroom first
         item.user_properties.append((_LAWS, law_id))
-        for name, value in measurements(result):  # record_property: JUnit XML carries them
-            item.user_properties.append((name, value))
-        [result] = expectations.apply([result], nanolm_impl, nanolm_expectations, warn=False)
-        if result.status == "xfailed":
+        if result.status == "xfailed":  # a declared convention no bound models (runner._honour_declaration)
             pytest.xfail(result.message.splitlines()[0])
-        if result.status == "xpassed":
-            warnings.warn(result.message, expectations.ExpectationWarning, stacklevel=2)
-            return result
         if result.status == "skipped":
             pytest.skip(result.message)
-        if result.status != "passed":
-            found = f" (found after {result.found_after} examples)" if result.found_after else ""
-            pytest.fail(f"{result.law_id} {result.status}{found}: {result.law}\n{result.message}", pytrace=False)
+        if result.status == "failed":
+            raise LawFailed(failure_text(result, marked=False), failure_text(result, brief=True, marked=False))
+        if result.status != "passed":  # an error of the suite: never an expected failure
+            pytest.fail(failure_text(result, marked=False), pytrace=False)
         return result
 
     return run

@@ -22,6 +22,9 @@ Headroom (reported, never enforced): each comparison records ``headroom`` = max 
 
 from __future__ import annotations
 
+import functools
+import textwrap
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -33,6 +36,8 @@ from golden.formats import fmt
 from properties.library import context
 from properties.numerics import ulp as _ulp
 from properties.numerics.bounds import Bound, order_class
+from properties.numerics.ulp import as_f64
+from properties.numerics.ulp import golden_parts as golden_f64
 
 __all__ = [
     "WITHOUT",
@@ -47,41 +52,80 @@ __all__ = [
     "fail",
     "golden_agreement",
     "golden_f64",
+    "layout",
+    "plural",
+    "relayout",
 ]
 
 
 WITHOUT = "headroom without"  # measurement: {declaration key: max error ÷ its bound had the key not been declared}
+WIDTH = 80  # columns of a failure message; only the command that reproduces it may be longer (to be copied whole)
 
 
-def fail(message: str, cause: str = "law") -> None:
-    """Raise the failure of ``cause`` (context.LawFailure …) with the regime and the reproduction line appended."""
+def layout(
+    headline: str,
+    details: Sequence[str] = (),
+    reproduce: str | None = None,
+    *,
+    width: int | None = WIDTH,
+    lead: int = 0,
+) -> str:
+    """A failure message: a short headline, one indented detail per entry, the command that reproduces it last.
+
+    Every line fits ``width`` columns — a long headline or detail wraps, its continuations indented further —
+    except the command, which stays whole so that it can be copied; ``width=None``: one line per entry (the
+    logical form a result record keeps, wrapped where it is printed: :func:`relayout`). A detail reads
+    ``label: text`` (``out of bound``, ``bound``, ``input``, ``law``, ``found``, …); whatever else a failure should
+    say (a diagnosis, the tier of a bound that failed) is one more entry. ``lead``: columns the first line shares
+    with what is printed before it (an exception's type name)."""
+    if width is None:
+        lines = [headline, *(f"  {d}" for d in details)]
+    else:
+        wrap = functools.partial(textwrap.wrap, width=width, break_on_hyphens=False)
+        lines = wrap(headline, initial_indent=" " * lead, subsequent_indent="    ") or [""]
+        lines[0] = lines[0][lead:]
+        for detail in details:
+            lines += wrap(detail, initial_indent="  ", subsequent_indent="    ")
+    if reproduce:
+        lines.append(f"reproduce: {reproduce}")
+    return "\n".join(lines)
+
+
+def relayout(message: str, prefix: str = "", extra: Sequence[str] = (), *, width: int | None = WIDTH) -> str:
+    """A message in the logical form of :func:`layout` (first line the headline, indented lines its details, a
+    ``reproduce:`` line) laid out again: ``prefix`` before the headline (the law and dtype), ``extra`` details
+    after its own."""
+    first, *rest = message.splitlines() or [""]
+    details = [line.strip() for line in rest if line.strip() and not line.startswith("reproduce: ")]
+    reproduce = next((line.removeprefix("reproduce: ") for line in rest if line.startswith("reproduce: ")), None)
+    return layout(prefix + first, [*details, *extra], reproduce, width=width)
+
+
+def plural(n: int, noun: str) -> str:
+    """ "1 example", "3 examples": a count and its noun, in the singular for one."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def fail(message: str, cause: str = "law", *, details: Sequence[str] = (), headroom: float | None = None) -> None:
+    """Raise the failure of ``cause`` (context.LawFailure …): the message's first line is the headline, its other
+    lines and ``details`` the detail; the run's input (regime) and reproduction line are added from the context.
+
+    The exception keeps its parts (``headline``, ``details``, ``reproduce``, ``headroom``: error ÷ bound at the
+    reported element, for comparisons) so that the runner can lay the message out again with what it knows."""
     __tracebackhide__ = True
+    first, *rest = message.splitlines() or [""]
+    parts = [line.strip() for line in rest if line.strip()] + list(details)
     ctx = context.current()
+    reproduce = None
     if ctx is not None:
-        message = f"{message} {ctx.regime()}\nreproduce: {ctx.repro}"
-    raise _FAILURES[cause](message)
+        parts.append(f"input: {ctx.regime()[1:-1]}")
+        reproduce = ctx.repro
+    exc = _FAILURES[cause](layout(first, parts, reproduce))
+    exc.headline, exc.details, exc.reproduce, exc.headroom = first, parts, reproduce, headroom
+    raise exc
 
 
 _FAILURES = {"law": context.LawFailure, "contract": context.ContractFailure, "crash": context.SubjectCrash}
-
-
-def as_f64(t: torch.Tensor | np.ndarray) -> np.ndarray:
-    """Exact float64 copy (every fp32/fp16/bf16 value is a float64) as a numpy array on the CPU."""
-    if isinstance(t, np.ndarray):
-        return t.astype(np.float64, copy=False)
-    if not isinstance(t, torch.Tensor):
-        return np.asarray(t, dtype=np.float64)
-    return t.detach().to("cpu", torch.float64).numpy()
-
-
-def golden_f64(g: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(hi, lo) float64 arrays of a Golden (or of a plain array: lo = 0)."""
-    if hasattr(g, "hi"):
-        hi = np.asarray(g.hi, dtype=np.float64)
-        lo = getattr(g, "lo", None)
-        return hi, (np.zeros_like(hi) if lo is None else np.asarray(lo, dtype=np.float64))
-    hi = as_f64(g)
-    return hi, np.zeros_like(hi)
 
 
 def _fmt(v: float) -> str:
@@ -126,11 +170,11 @@ def assert_matches_golden(actual: torch.Tensor, golden: Any, bound: Bound, *, wh
     """
     __tracebackhide__ = True
     dtype = actual.dtype
-    hi, lo = golden_f64(golden)
+    gold = golden_f64(golden)
+    hi, lo = gold
     a = as_f64(actual)
     if a.shape != hi.shape:
         fail(f"{what}: shape {a.shape} ≠ golden shape {hi.shape}")
-    gold = _Golden(hi, lo)
     diff, err_ulp = _ulp.abs_error(a, gold, dtype), _ulp.ulp_error(a, gold, dtype)
     allowed = np.broadcast_to(np.asarray(bound.abs, dtype=np.float64), hi.shape)
     ok = (diff <= allowed) | _reach(a, hi, lo, allowed, dtype) | _undetermined(allowed, dtype)
@@ -140,10 +184,11 @@ def assert_matches_golden(actual: torch.Tensor, golden: Any, bound: Bound, *, wh
 def golden_agreement(actual: Any, golden: Any, bound: Bound, dtype: torch.dtype) -> np.ndarray:
     """Elementwise, without recording or failing: does ``actual`` (values of ``dtype``) meet the golden value within
     ``bound`` as :func:`assert_matches_golden` judges it (an infinite bound: not judged, so agreeing)."""
-    hi, lo = golden_f64(golden)
+    gold = golden_f64(golden)
+    hi, lo = gold
     a = as_f64(actual)
     allowed = np.broadcast_to(np.asarray(bound.abs, dtype=np.float64), hi.shape)
-    diff = _ulp.abs_error(a, _Golden(hi, lo), dtype)
+    diff = _ulp.abs_error(a, gold, dtype)
     return (diff <= allowed) | _reach(a, hi, lo, allowed, dtype) | np.isinf(allowed)
 
 
@@ -151,11 +196,6 @@ def _reach(a: np.ndarray, hi: np.ndarray, lo: np.ndarray, allowed: np.ndarray, d
     """An infinity of the golden value's sign where |golden| + bound reaches the overflow threshold."""
     with np.errstate(invalid="ignore"):
         return (np.abs(hi + lo) + allowed >= fmt(dtype).overflow_threshold) & np.isinf(a) & (np.sign(a) == np.sign(hi))
-
-
-class _Golden:
-    def __init__(self, hi: np.ndarray, lo: np.ndarray) -> None:
-        self.hi, self.lo = hi, lo
 
 
 def assert_close(
@@ -276,18 +316,25 @@ def _judge(
     i = int(np.argmax(excess))
     spacing = _ulp.ulp(g.flat[i : i + 1], dtype)[0]
     bound_ulp = allowed.flat[i] / spacing if spacing and np.isfinite(spacing) else float("nan")
+    room = float(excess.flat[i])
     context.record_mismatch(what, a, _index(i, a.shape))  # for the diagnosis of the failure
     if not np.isfinite(diff.flat[i]):
-        head = "a non-finite value where the law's exact answer is finite (an error of infinite size) > bound"
+        head = f"{what}: a non-finite value where the law's exact answer is finite (an error of infinite size)"
     elif in_ulps:
-        head = f"ULP error {err_ulp.flat[i]:.4g} > bound {bound_ulp:.4g} ULP"
+        head = f"{what}: ULP error {err_ulp.flat[i]:.4g} > bound {bound_ulp:.4g} ULP (headroom {room:.3g})"
     else:
-        head = f"|actual − {golden_name}| {diff.flat[i]:.4g} > allowed {allowed.flat[i]:.4g}"
+        head = f"{what}: |actual − {golden_name}| {diff.flat[i]:.4g} > allowed {allowed.flat[i]:.4g}"
+        head += f" (headroom {room:.3g})"
+    n = int(bad.sum())
     fail(
-        f"{what}: {head} (= {bound.formula}); {int(bad.sum())} of {bad.size} elements out of bound\n"
-        f"  worst at {_index(i, a.shape)}: {golden_name} {_fmt(float(g.flat[i]))}, actual {_fmt(float(a.flat[i]))}, "
-        f"|actual − {golden_name}| {diff.flat[i]:.4g} > allowed {allowed.flat[i]:.4g}"
-        + (f"\n  max ULP error over all elements {max_ulp:.4g}" if in_ulps else "")
+        head,
+        details=[
+            f"out of bound: {n} of {plural(bad.size, 'element')}; worst at {_index(i, a.shape)}: {golden_name} "
+            f"{_fmt(float(g.flat[i]))}, actual {_fmt(float(a.flat[i]))}, |actual − {golden_name}| "
+            f"{diff.flat[i]:.4g} > allowed {allowed.flat[i]:.4g}",
+            f"bound: {bound.formula}",
+        ],
+        headroom=room,
     )
     return max_ulp
 
@@ -317,13 +364,17 @@ def assert_bitwise_equal(
     if bool(np.all(eq)):
         return
     i = int(np.argmin(eq.reshape(-1)))
+    n = int((~eq).sum())
     dtype = actual.dtype if isinstance(actual, torch.Tensor) else torch.float64
     apart = _ulps_apart(a, e, dtype)
     context.record_mismatch(what, a, _index(i, a.shape))
     fail(
-        f"{what}: not bitwise equal{' (' + why + ')' if why else ''}: {int((~eq).sum())} of {eq.size} elements "
-        f"differ; first at {_index(i, a.shape)}: expected {float(e.flat[i])!r}, actual {float(a.flat[i])!r}"
-        f" ({_apart_text(apart.flat[i], dtype)}); largest distance {_apart_text(float(np.max(apart)), dtype)}"
+        f"{what}: not bitwise equal{' (' + why + ')' if why else ''}: {n} of {plural(eq.size, 'element')} "
+        + ("differs" if n == 1 else "differ"),
+        details=[
+            f"first at {_index(i, a.shape)}: expected {float(e.flat[i])!r}, actual {float(a.flat[i])!r} "
+            f"({_apart_text(apart.flat[i], dtype)}); largest distance {_apart_text(float(np.max(apart)), dtype)}"
+        ],
     )
 
 
@@ -402,4 +453,4 @@ def assert_finite(y: torch.Tensor, *, what: str, mask: np.ndarray | None = None)
     bad = ~np.isfinite(a) if mask is None else (~np.isfinite(a) & mask)
     if bool(bad.any()):
         i = int(np.argmax(bad.reshape(-1)))
-        fail(f"{what}: {int(bad.sum())} non-finite element(s), first at {_index(i, a.shape)}: {a.flat[i]}")
+        fail(f"{what}: {plural(int(bad.sum()), 'non-finite element')}, first at {_index(i, a.shape)}: {a.flat[i]}")

@@ -18,12 +18,13 @@ from torch import nn
 from torch.autograd.gradcheck import GradcheckError
 
 from properties.adapters.kit import DtypeNotSupported, permute_rope
-from properties.library import context, state
+from properties.library import context, protocols, state
 from properties.library.assertions import assert_output_contract, fail
 from properties.library.context import NotApplicable, StubNotImplemented
 from properties.library.subject import Implementation
 
 __all__ = [
+    "Ops",
     "RopeLayout",
     "backward",
     "block_forward",
@@ -94,14 +95,32 @@ def build(
     state: dict[str, torch.Tensor],
     dtype: torch.dtype,
     device: str,
+    *,
+    wrap: Callable[[nn.Module], nn.Module] | None = None,
 ) -> nn.Module:
-    """Construct ``component(*args, **kwargs)``, move it to (device, dtype), load ``state`` strictly."""
+    """Construct ``component(*args, **kwargs)``, move it to (device, dtype), load ``state`` strictly, eval();
+    ``wrap`` the result (how the laws see it). Under a call protocol (``protocols.session()``) the protocol builds
+    it — and may build more instances the same way — and the module is registered as a subject of the protocol."""
     __tracebackhide__ = True
-    module = construct(impl, component, args, kwargs, dtype, device)
-    state = {k: v.to(device=device, dtype=dtype) for k, v in state.items()}
-    step = f"{component}.load_state_dict(strict=True) with keys {sorted(state)}"
-    guard(step, lambda: module.load_state_dict(state, strict=True), "contract")
-    return module.eval()  # inference numerics: no dropout (the contract's forward has none)
+
+    def make(d: torch.dtype, values: dict[str, torch.Tensor], load: bool = True) -> nn.Module:
+        module = construct(impl, component, args, kwargs, d, device)
+        if load:
+            values = {k: v.to(device=device, dtype=d) for k, v in values.items()}
+            step = f"{component}.load_state_dict(strict=True) with keys {sorted(values)}"
+            guard(step, lambda: module.load_state_dict(values, strict=True), "contract")
+        module = module.eval()  # inference numerics: no dropout (the contract's forward has none)
+        return wrap(module) if wrap is not None else module
+
+    s = protocols.session()
+    if s is None:
+        return make(dtype, state)
+    spec = protocols.Spec(
+        component, dtype, device, state, make, lambda what, fn: guard(f"{component}: {what}", fn, "contract")
+    )
+    module = s.protocol.build(s, spec)
+    s.register(module, spec)
+    return module
 
 
 def build_rmsnorm(impl: Implementation, weight: torch.Tensor, eps: float, dtype: torch.dtype, device: str) -> nn.Module:
@@ -120,12 +139,15 @@ def build_block(
 ) -> nn.Module:
     """Block(config) with the contract's state_dict loaded (seen through :class:`RopeLayout` when the Block
     declares ``rope_layout: "interleaved"``)."""
-    module = build(impl, "Block", (config,), {}, params, dtype, device)
     if impl.conventions["Block"].rope_layout != "interleaved":
-        return module
-    seen = RopeLayout(module, config)
-    context.record_build(seen, "Block", (config,), {})
-    return seen
+        return build(impl, "Block", (config,), {}, params, dtype, device)
+
+    def wrap(module: nn.Module) -> nn.Module:
+        seen = RopeLayout(module, config)
+        context.record_build(seen, "Block", (config,), {})
+        return seen
+
+    return build(impl, "Block", (config,), {}, params, dtype, device, wrap=wrap)
 
 
 class RopeLayout(nn.Module):
@@ -171,32 +193,102 @@ def update_in_place(module: nn.Module, state: dict[str, torch.Tensor], component
     guard(f"{component}: in-place update of {sorted(state)} (no_grad copy_)", copy, "contract")
 
 
-def call(module: nn.Module, x: torch.Tensor, *, component: str = "", grad: bool = False) -> torch.Tensor:
-    """module(x) (under no_grad unless ``grad``); what it raises is a crash of the implementation, stubs skip."""
+class Ops(protocols.Ops):
+    """The guarded steps a call protocol is made of (``protocols.Ops``): what the subject raises is its crash,
+    a changed global setting its contract failure; stubs skip."""
+
+    def __init__(self, component: str) -> None:
+        self.component = component
+
+    def step(self, what: str, fn: Callable[[], Any], cause: str = "contract") -> Any:
+        __tracebackhide__ = True
+        return guard(f"{self.component}: {what}", fn, cause)
+
+    def run(
+        self,
+        module: nn.Module,
+        inputs: tuple[torch.Tensor, ...],
+        *,
+        grad: bool,
+        inference: bool = False,
+        via: Callable[..., Any] | None = None,
+    ) -> Any:
+        __tracebackhide__ = True
+
+        def forward() -> Any:
+            if inference:
+                with torch.inference_mode():
+                    return module(*inputs)
+            with torch.set_grad_enabled(grad):
+                return via(module, *inputs) if via is not None else module(*inputs)
+
+        entry = context.record_call(self.component, inputs[0], module)  # the exact tensors, for a counterexample
+        shapes = ", ".join(f"{tuple(t.shape)}" for t in inputs)
+        y = guard(
+            f"{self.component}.forward(inputs of shape {shapes}, {inputs[0].dtype}, {inputs[0].device.type})",
+            forward,
+            "crash",
+        )
+        if not (
+            isinstance(y, torch.Tensor)
+            or (isinstance(y, (tuple, list)) and y and all(isinstance(t, torch.Tensor) for t in y))
+        ):
+            fail(
+                f"{self.component}.forward returned {type(y).__name__}, not a torch.Tensor (or a tuple of them)",
+                "contract",
+            )
+        context.record_output(entry, y)
+        return y
+
+    def grad(self, outputs: protocols.Outputs, wrt: Any, cotangents: protocols.Outputs) -> list[Any]:
+        __tracebackhide__ = True
+        outputs, cotangents = _differentiable(outputs, cotangents)
+        if not outputs:  # no output depends on anything that requires grad (e.g. h = x + r with x, r detached)
+            return [None] * len(wrt)
+        what = f"{self.component} backward"
+        return guard(
+            what, lambda: list(torch.autograd.grad(outputs, list(wrt), cotangents, allow_unused=True)), "crash"
+        )
+
+    def backward(self, outputs: protocols.Outputs, cotangents: protocols.Outputs) -> None:
+        __tracebackhide__ = True
+        outputs, cotangents = _differentiable(outputs, cotangents)
+        if outputs:
+            step = f"{self.component} backward (.backward())"
+            guard(step, lambda: torch.autograd.backward(outputs, cotangents), "crash")
+
+
+def _differentiable(outputs: protocols.Outputs, cotangents: protocols.Outputs) -> tuple[tuple, tuple]:
+    """The (output, cotangent) pairs whose output is in the graph: one that is not contributes nothing."""
+    pairs = [(o, c) for o, c in zip(outputs, cotangents, strict=True) if o.requires_grad]
+    return tuple(o for o, _ in pairs), tuple(c for _, c in pairs)
+
+
+def call(module: nn.Module, *inputs: torch.Tensor, component: str = "", grad: bool = False) -> Any:
+    """module(*inputs) (under no_grad unless ``grad``) — or, for a module built under a call protocol, as the
+    protocol calls it. What the module raises is its crash; stubs skip. Returns what the module returned."""
     __tracebackhide__ = True
-    name = component or type(module).__name__
-
-    def run() -> Any:
-        with torch.set_grad_enabled(grad):
-            return module(x)
-
-    entry = context.record_call(name, x, module)  # the exact tensors, for a failure's counterexample file
-    y = guard(f"{name}.forward(x of shape {tuple(x.shape)}, {x.dtype}, {x.device.type})", run, "crash")
-    if not isinstance(y, torch.Tensor):
-        fail(f"{name}.forward returned {type(y).__name__}, not a torch.Tensor", "contract")
-    context.record_output(entry, y)
+    ops = Ops(component or type(module).__name__)
+    s = protocols.session()
+    if s is None or s.spec(module) is None:
+        return ops.run(module, inputs, grad=grad)
+    y = s.protocol.forward(s, ops, module, inputs, grad)
+    s.remember(protocols.Call(module, inputs, protocols.flat(y)))
     return y
 
 
-def backward(y: torch.Tensor, grad_out: torch.Tensor, inputs: list[torch.Tensor], *, component: str) -> list[Any]:
-    """torch.autograd.grad of y against ``inputs`` with cotangent ``grad_out`` (None where unused)."""
+def backward(y: Any, grad_out: Any, inputs: list[torch.Tensor], *, component: str) -> list[Any]:
+    """The gradients of y (a tensor or a tuple of them) against ``inputs`` for cotangent ``grad_out`` (None where
+    unused): torch.autograd.grad — or, for an output of a call under a protocol, as the protocol differentiates."""
     __tracebackhide__ = True
-    if not y.requires_grad:
+    outputs, cotangents = protocols.flat(y), protocols.flat(grad_out)
+    if not any(o.requires_grad for o in outputs):
         fail(f"{component}: output does not require grad (the graph to the inputs was cut)")
-    grads = guard(
-        f"{component} backward", lambda: list(torch.autograd.grad(y, inputs, grad_out, allow_unused=True)), "crash"
-    )
-    return grads
+    ops, s = Ops(component), protocols.session()
+    made = s.call_of(y) if s is not None else None
+    if made is None:
+        return ops.grad(outputs, inputs, cotangents)
+    return s.protocol.grads(s, ops, made, cotangents, inputs)
 
 
 def note(case: Any) -> None:

@@ -11,8 +11,12 @@ Composite strategies return small NamedTuples.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import dataclasses
+import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -26,18 +30,26 @@ from properties.library import context
 from properties.library.table import ALL_DTYPES
 
 __all__ = [
+    "BACKWARD_PINS",
+    "BACKWARD_T",
     "BLOCK_PINS",
     "CAUSAL_PINS",
+    "COTANGENT_KINDS",
     "ELEMENTWISE_MAX_D",
+    "EXTREME_LOGIT",
     "FAST_DIMS",
     "GAMMA_KINDS",
     "GRAD_PINS",
+    "GRID_LIMIT",
     "HIDDEN_PINS",
     "LAYOUTS",
+    "LOGIT_PINS",
     "LONG_T",
     "MANY_ROWS",
     "MODEL_HIDDEN",
     "MODEL_WIDTHS",
+    "PATHS",
+    "PROTOCOL_PINS",
     "RMSNORM_PINS",
     "ROW_KINDS",
     "ROW_PINS",
@@ -50,6 +62,7 @@ __all__ = [
     "CausalCase",
     "Gamma",
     "GradCase",
+    "PathCase",
     "Pin",
     "RMSNormCase",
     "RowCase",
@@ -65,6 +78,7 @@ __all__ = [
     "causal_cases",
     "configs",
     "cotangent",
+    "cotangents_of_kind",
     "dims",
     "dtypes",
     "eps_values",
@@ -78,6 +92,7 @@ __all__ = [
     "rmsnorm_grad_cases",
     "row_cases",
     "rows",
+    "sampled_rows",
     "scaled_rmsnorm_cases",
     "swiglu_cases",
     "swiglu_grad_cases",
@@ -518,18 +533,26 @@ class Pin:
     """A pinned case for ``@example(data=Pin(...))``: stands in for ``data`` and returns the case it builds.
 
     Laws draw exactly one composite case (label "case"); a Pin answers that draw with ``build(dtype)``,
-    the dtype of the law run in progress (fp32 outside a run).
+    the dtype of the law run in progress (fp32 outside a run). A law run under call protocols
+    (``properties.library.protocols``) also draws its protocol (label "protocol"): a Pin answers that with its
+    own ``protocol`` (None: the plain call), ``Pin.under(p)`` is the same case under protocol p.
     """
 
-    def __init__(self, name: str, build: Callable[[torch.dtype], Any]) -> None:
-        self.name, self.build = name, build
+    def __init__(self, name: str, build: Callable[[torch.dtype], Any], protocol: Any = None) -> None:
+        self.name, self.build, self.protocol = name, build, protocol
 
     def draw(self, strategy: Any, label: str | None = None) -> Any:
+        if label == "protocol":
+            return self.protocol
         ctx = context.current()
         return self.build(ctx.dtype if ctx is not None else torch.float32)
 
+    def under(self, protocol: Any) -> Pin:
+        """This pin's case, called under ``protocol``."""
+        return Pin(self.name, self.build, protocol)
+
     def __repr__(self) -> str:
-        return f"Pin({self.name!r})"
+        return f"Pin({self.name!r})" if self.protocol is None else f"Pin({self.name!r}, under {self.protocol})"
 
 
 def _rows_case(
@@ -653,10 +676,36 @@ class GradCase(NamedTuple):
         return self.case.describe()
 
 
+# The structure of the cotangents drawn in the current example, set by a call protocol
+# (``protocols.COTANGENT_SUM`` …): "random", or what a reduction or a broadcast hands the backward — "sum" (all
+# ones, as y.sum().backward()) and "row" (one random row repeated over the leading dims).
+COTANGENT_KINDS = ("random", "sum", "row")
+_COTANGENT_KIND: contextvars.ContextVar[str] = contextvars.ContextVar("nanolm_cotangent_kind", default="random")
+
+
+@contextlib.contextmanager
+def cotangents_of_kind(kind: str) -> Iterator[None]:
+    """Within the block, ``cotangent`` draws cotangents of ``kind`` (COTANGENT_KINDS)."""
+    if kind not in COTANGENT_KINDS:
+        raise ValueError(f"unknown cotangent kind {kind!r}; expected one of {', '.join(COTANGENT_KINDS)}")
+    token = _COTANGENT_KIND.set(kind)
+    try:
+        yield
+    finally:
+        _COTANGENT_KIND.reset(token)
+
+
 def cotangent(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
-    """A random cotangent ~ N(0, 1) of ``shape``, exact in ``dtype``."""
+    """A random cotangent ~ N(0, 1) of ``shape``, exact in ``dtype`` — or, under a protocol that asks for another
+    structure (``cotangents_of_kind``), the cotangent of a sum (ones) or of a row broadcast over the rows."""
+    kind = _COTANGENT_KIND.get()
+    if kind == "sum":
+        return torch.ones(shape, dtype=dtype)
     rng = np.random.default_rng(seed)
-    return torch.from_numpy(rng.standard_normal(shape)).to(dtype)
+    g = torch.from_numpy(rng.standard_normal(shape)).to(dtype)
+    if kind == "row" and len(shape) > 1:
+        g = g.reshape(-1, shape[-1])[:1].expand(math.prod(shape[:-1]), shape[-1]).reshape(shape).contiguous()
+    return g
 
 
 @st.composite
@@ -908,3 +957,204 @@ def pinned(pins: dict[str, Pin]) -> Callable[[Callable[..., Any]], Callable[...,
         return func
 
     return decorate
+
+
+# ---------------------------------------------------------------------------------------------- call protocols
+
+# The cases the value laws run once under every call protocol (``protocols.honoured(…, pin=…)``): small (the pins
+# run in every profile, once per protocol and dtype) with several rows, a non-zero mean and γ of both signs, so a
+# protocol that hands the module stale state, another instance's weights or a wrong cotangent moves every value.
+
+
+def _protocol_rmsnorm(dtype: torch.dtype) -> RMSNormCase:
+    rng = np.random.default_rng(19)
+    x = torch.from_numpy(rng.standard_normal((2, 3, 48)) + 0.5).to(dtype)
+    w = torch.from_numpy(rng.uniform(0.5, 1.5, 48) * rng.choice((-1.0, 1.0), 48)).to(dtype)
+    return RMSNormCase(x, w, 1e-6, ("mean_shifted",) * 6, "random_signed")
+
+
+def _protocol_rmsnorm_grads(dtype: torch.dtype) -> GradCase:
+    case = _protocol_rmsnorm(dtype)
+    return GradCase(case, cotangent(tuple(case.x.shape), dtype, 20))
+
+
+def _protocol_swiglu(dtype: torch.dtype) -> SwiGLUCase:
+    D, F = 8, 12
+    x = torch.from_numpy(np.random.default_rng(21).standard_normal((2, 3, D)) + 0.25).to(dtype)
+    w = [linear_weight(o, i, dtype, 22 + k) for k, (o, i) in enumerate(((F, D), (F, D), (D, F)))]
+    return SwiGLUCase(x, *w, 1.0, ("normal",) * 6)
+
+
+def _protocol_swiglu_grads(dtype: torch.dtype) -> GradCase:
+    case = _protocol_swiglu(dtype)
+    return GradCase(case, cotangent(tuple(case.x.shape), dtype, 25))
+
+
+def _protocol_block(dtype: torch.dtype) -> BlockCase:
+    config = fixed_config(H=2, G=1, K=4, F=12)
+    x = torch.from_numpy(np.random.default_rng(26).standard_normal((2, 3, config.dim)) + 0.25).to(dtype)
+    return BlockCase(config, x, block_params(config, dtype, seed=27, scale=1.0, logit_scale=2.0), 1.0, 2.0)
+
+
+PROTOCOL_PINS = {
+    "RMSNorm": Pin("RMSNorm (2, 3, 48), every protocol", _protocol_rmsnorm),
+    "RMSNorm gradients": Pin("RMSNorm (2, 3, 48), every protocol", _protocol_rmsnorm_grads),
+    "SwiGLU": Pin("SwiGLU (2, 3, 8), F=12, every protocol", _protocol_swiglu),
+    "SwiGLU gradients": Pin("SwiGLU (2, 3, 8), F=12, every protocol", _protocol_swiglu_grads),
+    "Block": Pin("Block (2, 3, 8), H=2 G=1, every protocol", _protocol_block),
+}
+
+
+# ---------------------------------------------------------------------------------------------- code-path sizes
+
+# Sizes where a kernel switches code path (laws/paths.py): launch grids limited to 65,535 programs along an axis
+# (CUDA's gridDim.y and .z), several rows per program for narrow rows, a tail block past a power of two, several
+# attention programs per (batch, head). Each case is enumerated (no drawing: the sizes are the point), seeded, and
+# judged on a sample of its rows (``sampled_rows``): the oracle is per row, so a few dozen rows cost what a
+# drawn case costs, whatever the row count.
+GRID_LIMIT = 65_535
+
+
+class PathCase(NamedTuple):
+    """One code-path size: its name, x (…, D) and the component's weights (a state dict; RMSNorm's eps in ``eps``)."""
+
+    name: str
+    x: torch.Tensor
+    params: dict[str, torch.Tensor]
+    eps: float = 1e-6
+    config: ModelConfig | None = None
+
+    def describe(self) -> dict[str, object]:
+        return {"case": self.name, "shape": tuple(self.x.shape), "D": self.x.shape[-1]}
+
+
+def sampled_rows(n: int, seed: int, extra: int = 8) -> np.ndarray:
+    """Row indices of n rows to judge: the first and last, both sides of every power-of-two boundary below n (where
+    a grid, a block of rows or an index type ends), and ``extra`` random ones — ascending, unique."""
+    edges = [r for k in range(max(1, n).bit_length()) for r in (2**k - 1, 2**k)]
+    rng = np.random.default_rng(seed)
+    picks = [0, n - 1, *edges, *rng.integers(0, n, extra).tolist()]
+    return np.unique([r for r in picks if 0 <= r < n])
+
+
+@functools.lru_cache(maxsize=8)
+def _normal(shape: tuple[int, ...], seed: int, mean: float) -> np.ndarray:
+    values = np.random.default_rng(seed).standard_normal(shape) + mean
+    values.flags.writeable = False  # shared by the dtypes of one process: never modified
+    return values
+
+
+def _values(shape: tuple[int, ...], dtype: torch.dtype, seed: int, mean: float = 0.5) -> torch.Tensor:
+    """N(mean, 1) values of ``shape``, exact in ``dtype`` (generated once per process for every dtype)."""
+    return torch.tensor(_normal(shape, seed, mean), dtype=torch.float64).to(dtype)
+
+
+def _path_rmsnorm(name: str, N: int, D: int) -> Callable[[torch.dtype], PathCase]:
+    def build(dtype: torch.dtype) -> PathCase:
+        rng = np.random.default_rng(N + D)
+        w = torch.from_numpy(rng.uniform(0.5, 1.5, D) * rng.choice((-1.0, 1.0), D)).to(dtype)
+        return PathCase(name, _values((N, D), dtype, N * D), {"weight": w})
+
+    return build
+
+
+def _path_swiglu(name: str, N: int, D: int, F: int) -> Callable[[torch.dtype], PathCase]:
+    def build(dtype: torch.dtype) -> PathCase:
+        w = [linear_weight(o, i, dtype, N + k) for k, (o, i) in enumerate(((F, D), (F, D), (D, F)))]
+        x = _values((N, D), dtype, N * D, mean=0.25)
+        return PathCase(name, x, dict(zip(("w_gate.weight", "w_up.weight", "w_down.weight"), w, strict=True)))
+
+    return build
+
+
+def _path_block(name: str, B: int, T: int, H: int, K: int, F: int) -> Callable[[torch.dtype], PathCase]:
+    def build(dtype: torch.dtype) -> PathCase:
+        config = fixed_config(H=H, G=1, K=K, F=F, max_seq_len=max(16, T))
+        x = _values((B, T, config.dim), dtype, B * T, mean=0.25)
+        return PathCase(name, x, block_params(config, dtype, seed=B + T, logit_scale=2.0), config=config)
+
+    return build
+
+
+PATHS: dict[str, dict[str, Callable[[torch.dtype], PathCase]]] = {
+    "RMSNorm": {
+        "2^16 + 1 rows, D = 8": _path_rmsnorm("2^16 + 1 rows, D = 8 (past a 65,535-program grid)", 2**16 + 1, 8),
+        "2^17 + 3 rows, D = 4": _path_rmsnorm("2^17 + 3 rows, D = 4 (past 65,535 programs of 2 rows)", 2**17 + 3, 4),
+        "4,099 rows, D = 64": _path_rmsnorm("4,099 rows, D = 64 (several narrow rows per program)", 4099, 64),
+        "4,099 rows, D = 256": _path_rmsnorm("4,099 rows, D = 256 (several rows per program)", 4099, 256),
+        "D = 2^9 + 1": _path_rmsnorm("5 rows, D = 513 = 2^9 + 1 (a one-element tail block)", 5, 513),
+        "D = 2^12 + 1": _path_rmsnorm("5 rows, D = 4097 = 2^12 + 1 (a one-element tail block)", 5, 4097),
+        "D = 3·2^9": _path_rmsnorm("5 rows, D = 1536 = 3·2^9 (not a power of two)", 5, 1536),
+        "D = 2^11 − 1": _path_rmsnorm("5 rows, D = 2047 = 2^11 − 1 (one short of a power of two)", 5, 2047),
+    },
+    "SwiGLU": {
+        "2^16 + 1 tokens": _path_swiglu("2^16 + 1 tokens, D = F = 4 (past a 65,535-program grid)", 2**16 + 1, 4, 4),
+        "2^17 + 3 tokens": _path_swiglu(
+            "2^17 + 3 tokens, D = 2, F = 4 (past 65,535 programs of 2 rows)", 2**17 + 3, 2, 4
+        ),
+        "4,099 tokens": _path_swiglu("4,099 tokens, D = 32, F = 86 (many narrow rows)", 4099, 32, 86),
+        "D, F = 2^k + 1": _path_swiglu("3 tokens, D = 129, F = 257 (2^k + 1: one-element tail blocks)", 3, 129, 257),
+    },
+    "Block": {
+        "B·H past 2^16": _path_block(
+            "B = 32,769, H = 2: 65,538 (batch, head) programs, 65,538 rows", 32769, 2, 2, 4, 8
+        ),
+        "K, F = 2^k + 2, 2^k + 1": _path_block("B = 3, T = 5, K = 34 = 2^5 + 2, F = 65 = 2^6 + 1", 3, 5, 2, 34, 65),
+    },
+}
+
+
+# ---------------------------------------------------------------------------------------------- extreme logits
+
+EXTREME_LOGIT = 4096.0  # |q·k/√K|: exp overflows fp32 past 88.7, so a softmax that does not subtract the row max
+# returns inf/inf = NaN (all positive) or 0/0 = NaN (all negative); the golden softmax is exact at any scale
+
+
+def _extreme_logits(sign: float) -> Callable[[torch.dtype], BlockCase]:
+    """All attention logits ≈ sign·4096, nearly equal (they differ by < 2: the softmax is far from one-hot and far
+    from exactly uniform). x_t = [1 … 1, ±1 … ±1] (the sign alternating with t; every row of RMS 1, γ = 1), so
+    q and k read only the first half, constant in t; with rope_theta = 10⁶ the pair (3, 7) of K = 8 barely
+    rotates (≤ 10⁻⁴ rad over T = 4): its q₃k₃/√K = ±4096 is the score's bulk; the pair (0, 4), which rotates by
+    one radian per position, reads the alternating half: ±1.4, so the scores differ. v reads both halves."""
+
+    def build(dtype: torch.dtype) -> BlockCase:
+        config = dataclasses.replace(fixed_config(H=2, G=1, K=8, F=16), rope_theta=1e6)
+        D, K = config.dim, config.head_dim
+        params = block_params(config, dtype, seed=41, gamma="ones")
+        wq, wk = torch.zeros(config.n_heads * K, D), torch.zeros(K, D)
+        half = D // 2
+        for h in range(config.n_heads):
+            wq[h * K + 3, :half] = 64.0 / half  # q₃ = 64
+            wq[h * K + 0, half:] = 2.0 / half  # q₀ = ±2, alternating with t
+        wk[3, :half] = sign * 181.0 / half  # k₃ = ±181: q₃k₃/√8 = ±4096.3
+        wk[0, half:] = 2.0 / half
+        params = {**params, "attn.wq.weight": wq.to(dtype), "attn.wk.weight": wk.to(dtype)}
+        T = 4
+        x = torch.ones(2, T, D, dtype=torch.float64)
+        x[:, 1::2, half:] = -1.0
+        x[1] = x[1].flip(0)
+        return BlockCase(config, x.to(dtype), params, 1.0, EXTREME_LOGIT)
+
+    return build
+
+
+LOGIT_PINS = {
+    "logits ≈ −4096": Pin("every attention logit ≈ −4096", _extreme_logits(-1.0)),
+    "logits ≈ +4096": Pin("every attention logit ≈ +4096", _extreme_logits(1.0)),
+}
+
+
+# ---------------------------------------------------------------------------------------------- 16-bit backward
+
+BACKWARD_T = 513  # past 512: the attention backward over a realistic sequence, logits of realistic size
+
+
+def _realistic_backward(dtype: torch.dtype) -> BlockCase:
+    """T = 513 tokens, H = 2 on G = 1, K = 8, F = 32, q/k weights of scale 2.5: logits q·k/√K ~ N(0, 6²), the
+    largest of each row ≈ 15–20 (a trained Llama's are of that order; exp(11.1) already overflows fp16)."""
+    config = fixed_config(H=2, G=1, K=8, F=32, max_seq_len=BACKWARD_T)
+    x = torch.from_numpy(np.random.default_rng(BACKWARD_T).standard_normal((1, BACKWARD_T, config.dim))).to(dtype)
+    return BlockCase(config, x, block_params(config, dtype, seed=43, scale=0.5, logit_scale=2.5), 0.5, 2.5)
+
+
+BACKWARD_PINS = {f"T={BACKWARD_T}": Pin(f"T = {BACKWARD_T}, logits up to ≈ 20", _realistic_backward)}

@@ -63,7 +63,9 @@ import numpy as np
 import torch
 
 from golden.formats import fmt
+from nanolm_core._checks import upcast_dtype
 from properties.numerics import ulp as _ulp
+from properties.numerics.ulp import as_f64 as _exact  # the one tensor → float64 conversion
 
 __all__ = [
     "LAMBDA",
@@ -284,13 +286,18 @@ def _shadows(fn: Any) -> Any:
 
 
 def compute_dtype(dtype: Any) -> torch.dtype:
-    """c: the declared compute dtype for this storage dtype (:func:`declared`), else fp32 for fp16/bf16 storage
-    and the storage dtype itself otherwise."""
+    """c: the declared compute dtype for this storage dtype (:func:`declared`), else the contract's policy
+    (``nanolm_core._checks.upcast_dtype``: fp32 for fp16/bf16/fp32 storage, fp64 for fp64) — the one policy."""
     f = fmt(dtype)
     named = declared_arithmetic().compute.get(f.name)
-    if named:
-        return fmt(named).dtype
-    return torch.float32 if f.dtype in (torch.float16, torch.bfloat16) else f.dtype
+    return fmt(named).dtype if named else upcast_dtype(f.dtype)
+
+
+def sum_of_squares_limit(D: int, c: Any) -> float:
+    """The largest Σx² of a row of D values that every summation order holds in the compute dtype c:
+    max_c / (1 + D·u_c). Above it an accepted convention overflows (returns 0): ``Bound.overflow``, not judged."""
+    f = fmt(c)
+    return f.max / (1 + D * f.u)
 
 
 def _holds(big: Any, small: Any) -> bool:
@@ -588,7 +595,7 @@ def _rmsnorm_e(x: _E, w: np.ndarray, eps: float, p: _P) -> tuple[_E, np.ndarray]
                 rel_hi = rel * (1 + dr / r)
                 total = prop + (rel_hi + 2 * p.uc) * (ay + prop) + extra
             out.append(np.nan_to_num(total, nan=np.inf))
-    overflow = (S * (1 + D * p.uc) > fmt(p.c).max)[..., 0]  # Σx² overflows c: an accepted convention returns 0
+    overflow = (S > sum_of_squares_limit(D, p.c))[..., 0]  # Σx² overflows c: an accepted convention returns 0
     return _E(y, out[0], out[1]), overflow
 
 
@@ -656,16 +663,11 @@ def _finish(
 
     ab, ulps = total(y.ea)
     pw, _ = total(y.ep)
-    mx = float(np.max(ulps[np.isfinite(ulps)])) if np.isfinite(ulps).any() else float("inf")
-    formula = f"{formula_core} = max {mx:.4g} ULP ({accuracy_class(mx)}) [{component}, {p.name}, {shape_note}]"
+    # no "max … ULP" over the elements here: the message gives the bound at the element it judges (a maximum,
+    # e.g. a zero row's, would contradict it); Bound.max_ulps / accuracy keep it
+    formula = f"{formula_core} [{component}, {p.name}, {shape_note}]"
     ov = None if overflow is None else np.broadcast_to(np.asarray(overflow, dtype=bool), ab.shape).copy()
     return Bound(ab, ulps, formula, component, p.t, ov, pw)
-
-
-def _exact(t: Any) -> np.ndarray:
-    if isinstance(t, torch.Tensor):
-        return t.detach().to("cpu", torch.float64).numpy()
-    return np.asarray(t, dtype=np.float64)
 
 
 def _row_overflow(vals: list[np.ndarray], p: _P, rows: tuple[int, ...]) -> np.ndarray:

@@ -24,12 +24,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from golden.dd import DD
 from golden.formats import FORMATS, fmt
 
 __all__ = [
     "DTYPES",
     "abs_error",
+    "as_f64",
     "as_torch_dtype",
+    "golden_parts",
     "precision",
     "rel_error",
     "summarize",
@@ -56,20 +59,28 @@ def unit_roundoff(dtype: Any) -> float:
     return fmt(dtype).u
 
 
-def _golden_parts(golden: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(hi, lo) float64 arrays from a Golden, a tensor or an array (then lo = 0)."""
-    if hasattr(golden, "hi") and hasattr(golden, "lo"):
-        return np.asarray(golden.hi, dtype=np.float64), np.asarray(golden.lo, dtype=np.float64)
-    if isinstance(golden, torch.Tensor):
-        hi = golden.detach().to("cpu", torch.float64).numpy()
-    else:
-        hi = np.asarray(golden, dtype=np.float64)
-    return hi, np.zeros_like(hi)
+def as_f64(values: Any) -> np.ndarray:
+    """The exact float64 values of a tensor (any device; every fp32/fp16/bf16 value is a float64) or an array, as a
+    numpy array on the CPU: the one tensor → float64 conversion of the suite (no copy for a float64 array)."""
+    if isinstance(values, torch.Tensor):
+        return values.detach().to("cpu", torch.float64).numpy()
+    return np.asarray(values, dtype=np.float64)
+
+
+def golden_parts(golden: Any) -> DD:
+    """The parts hi + lo of a golden value in the one holder of them, ``golden.dd.DD``: a Golden's (or a DD's), else
+    the exact float64 values of a tensor or array with lo = 0. Unpacks as ``hi, lo = golden_parts(g)``."""
+    if hasattr(golden, "hi"):
+        hi = np.asarray(golden.hi, dtype=np.float64)
+        lo = getattr(golden, "lo", None)
+        return DD(hi, np.zeros_like(hi) if lo is None else np.asarray(lo, dtype=np.float64))
+    hi = as_f64(golden)
+    return DD(hi, np.zeros_like(hi))
 
 
 def _actual(actual: Any) -> tuple[np.ndarray, torch.dtype | None]:
     if isinstance(actual, torch.Tensor):
-        return actual.detach().to("cpu", torch.float64).numpy(), actual.dtype
+        return as_f64(actual), actual.dtype
     a = np.asarray(actual)
     dt = fmt(a.dtype).dtype if a.dtype in (np.float64, np.float32, np.float16) else None
     return a.astype(np.float64), dt
@@ -91,7 +102,7 @@ def ulp(values: Any, dtype: Any) -> np.ndarray:
     """
     f = fmt(dtype)
     p, emin = f.p, f.emin
-    hi, lo = _golden_parts(values)
+    hi, lo = golden_parts(values)
     with np.errstate(all="ignore"):
         e = np.maximum(_exponent(hi, lo), emin)
         out = np.ldexp(1.0, (e - p + 1).astype(np.int64))
@@ -108,7 +119,7 @@ def abs_error(actual: Any, golden: Any, dtype: Any = None) -> np.ndarray:
     """
     a, adt = _actual(actual)
     dt = fmt(dtype).dtype if dtype is not None else (adt or torch.float64)
-    hi, lo = _golden_parts(golden)
+    hi, lo = golden_parts(golden)
     a, hi, lo = np.broadcast_arrays(a, hi, lo)
     with np.errstate(all="ignore"):
         s = a - hi
@@ -133,20 +144,15 @@ def ulp_error(actual: Any, golden: Any, dtype: Any = None) -> np.ndarray:
     a, adt = _actual(actual)
     dt = fmt(dtype).dtype if dtype is not None else (adt or torch.float64)
     diff = abs_error(a, golden, dt)
-    hi, lo = _golden_parts(golden)
+    hi, lo = golden_parts(golden)
     with np.errstate(all="ignore"):
-        spacing = np.broadcast_to(ulp(_Parts(hi, lo), dt), diff.shape)
+        spacing = np.broadcast_to(ulp(DD(hi, lo), dt), diff.shape)
         return np.where(np.isfinite(diff) & (diff > 0), diff / spacing, diff)
 
 
 def _overflow_threshold(dt: torch.dtype) -> float:
     """max + ulp(max)/2: the smallest magnitude that rounds to ±inf (RNE)."""
     return fmt(dt).overflow_threshold
-
-
-class _Parts:
-    def __init__(self, hi: np.ndarray, lo: np.ndarray) -> None:
-        self.hi, self.lo = hi, lo
 
 
 def rel_error(actual: Any, golden: Any, dtype: Any = None) -> np.ndarray:
@@ -158,7 +164,7 @@ def rel_error(actual: Any, golden: Any, dtype: Any = None) -> np.ndarray:
     """
     a, adt = _actual(actual)
     dt = fmt(dtype).dtype if dtype is not None else (adt or torch.float64)
-    hi, lo = _golden_parts(golden)
+    hi, lo = golden_parts(golden)
     g = hi + lo
     a, g = np.broadcast_arrays(a, g)
     mx = fmt(dt).max

@@ -4,24 +4,34 @@
 
     # comment
     <law-id glob>[<dtype glob>-<device glob>]  <xfail|skip>  <reason, free text to the end of the line>
+    <pytest node id>                           <xfail|skip>  <reason>
 
     RMSNorm.*[fp64]                       xfail  LlamaRMSNorm computes in fp32 even for fp64 input
     Block.block_matches_golden[bf16-cuda] skip   kernel hangs on sm_80 (issue #12)
+    tests/test_mine.py::test_norm[bf16]   xfail  our bf16 path is a known 2-ULP kernel (mypkg#7)
 
-The bracket is optional (all dtypes and devices); ``[fp64]`` means every device. Globs are ``fnmatch``
-patterns on the law id, the dtype name (fp64/fp32/fp16/bf16) and the device (cpu/cuda).
+The bracket of a law entry is optional (all dtypes and devices); ``[fp64]`` means every device. Globs are
+``fnmatch`` patterns on the law id, the dtype name (fp64/fp32/fp16/bf16) and the device (cpu/cuda).
+
+A line whose first word contains ``::`` is a **pytest node id**, as pytest prints it (``FAILED <node id>``; the
+array-api-tests ``--xfails-file`` idea): under pytest it covers the test of that id — its file part may be any
+tail of the path (``test_laws.py::…``), the module's dotted name (``properties.conformance.test_laws::…``) or empty
+(``::test_law[…]``, how pytest names a test of an installed package); ``*`` and ``?`` are globs, brackets are
+literal. The conformance tests' ids name a law run — ``test_law[<law id>-<dtype>-<device>]``
+(:func:`param_id`) — so such a line also covers that law × dtype × device wherever it runs (``check`` included).
 
 Applying expectations to results (``apply``) maps a law × dtype × device result:
   failed  + xfail → "xfailed" (expected; the run still passes), message prefixed with the reason;
   passed  + xfail → "xpassed" (unexpected pass: reported so the entry gets removed; the run still passes);
   any     + skip  → "skipped" with the reason (``skip_reason`` lets a runner avoid running it at all);
   error stays "error" (a suite bug is never an expected outcome).
+Under pytest the plugin makes them pytest's own outcomes instead: a ``skip`` entry skips the test, an ``xfail``
+entry marks it ``xfail`` (an unexpected pass is pytest's XPASS, and fails the session with ``xfail_strict``).
 An entry that matches no registered law id (a typo, a renamed law) raises an ``ExpectationWarning``.
 
-Users keep their own file in the same format (the array-api-tests ``--xfails-file`` idea) and pass it with
-``nanolm-verify check|compare --expectations FILE`` or ``pytest --nanolm-expectations FILE``: ``combined`` puts
-the user's entries first (the first matching entry decides, so a user line overrides a shipped one), then the
-file shipped for the implementation.
+Users keep their own file in the same format and pass it with ``nanolm-verify check|compare --expectations FILE``
+or ``pytest --nanolm-expectations FILE``: ``combined`` puts the user's entries first (the first matching entry
+decides, so a user line overrides a shipped one), then the file shipped for the implementation.
 """
 
 from __future__ import annotations
@@ -48,6 +58,7 @@ __all__ = [
     "combined",
     "find",
     "load",
+    "param_id",
     "parse",
     "path_for",
     "read",
@@ -71,26 +82,34 @@ class ExpectationWarning(UserWarning):
 
 @dataclasses.dataclass(frozen=True)
 class Expectation:
-    """One entry: which results it covers (globs) and what is expected of them, with the reason."""
+    """One entry: which results it covers (globs) and what is expected of them, with the reason.
 
-    law: str
+    ``law``/``dtype``/``device``: the law runs it covers (None for a node id that names no law run); ``node``: the
+    pytest node id it was written as, if it was."""
+
+    law: str | None
     dtype: str
     device: str
     action: str
     reason: str
     source: str = "<string>"
     line: int = 0
+    node: str | None = None
 
-    def matches(self, law_id: str, dtype: str, device: str) -> bool:
+    def matches(self, law_id: str, dtype: str, device: str, nodes: Sequence[str] = ()) -> bool:
+        """Does it cover this law × dtype × device run, or (under pytest) the test whose node ids are ``nodes``?"""
+        if self.node is not None and any(_node_matches(self.node, n) for n in nodes):
+            return True
         return (
-            fnmatch.fnmatchcase(law_id, self.law)
+            self.law is not None
+            and fnmatch.fnmatchcase(law_id, self.law)
             and fnmatch.fnmatchcase(dtype, self.dtype)
             and fnmatch.fnmatchcase(device, self.device)
         )
 
     @property
     def pattern(self) -> str:
-        return f"{self.law}[{self.dtype}-{self.device}]"
+        return self.node or f"{self.law}[{self.dtype}-{self.device}]"
 
     @property
     def where(self) -> str:
@@ -114,11 +133,50 @@ def parse(text: str, source: str = "<string>") -> list[Expectation]:
             raise ExpectationError(f"{source}:{number}: unknown action {m['action']!r}; expected one of {ACTIONS}")
         if not reason:
             raise ExpectationError(f"{source}:{number}: {m['law']} {action} needs a reason")
+        if "::" in m["law"]:  # a pytest node id
+            node = m["law"] + (f"[{m['where']}]" if m["where"] is not None else "")
+            run = _law_run(node)
+            law, dtype, device = run if run else (None, "*", "*")
+            entries.append(Expectation(law, dtype, device, action, reason, source, number, node=node))
+            continue
         dtype, _, device = (m["where"] or "*").partition("-")
         entries.append(
             Expectation(m["law"], dtype.strip() or "*", device.strip() or "*", action, reason, source, number)
         )
     return entries
+
+
+def param_id(law_id: str, dtype: str, device: str) -> str:
+    """The parameter id of a law run in the conformance tests: ``test_law[<law id>-<dtype>-<device>]``."""
+    return f"{law_id}-{dtype}-{device}"
+
+
+_TEST_LAW = re.compile(r"::test_law\[(?P<id>[^\]]+)\]$")
+
+
+def _law_run(node: str) -> tuple[str, str, str] | None:
+    """(law id, dtype, device) of a conformance test's node id (``…::test_law[<param_id>]``), else None."""
+    m = _TEST_LAW.search(node)
+    parts = m["id"].rsplit("-", 2) if m else []
+    return (parts[0], parts[1], parts[2]) if len(parts) == 3 else None
+
+
+def _literal_brackets(pattern: str) -> str:
+    """An fnmatch pattern in which brackets (pytest's parameter ids) are literal; ``*`` and ``?`` stay globs."""
+    return "".join({"[": "[[]", "]": "[]]"}.get(c, c) for c in pattern)
+
+
+def _node_matches(pattern: str, node: str) -> bool:
+    """Does a node-id entry cover ``node`` (module docstring: its file part may be a tail of the path, the
+    dotted module name, or empty)?"""
+    want_file, _, want_test = pattern.partition("::")
+    file, _, test = node.partition("::")
+    if not fnmatch.fnmatchcase(test, _literal_brackets(want_test)):
+        return False
+    if not want_file:
+        return True
+    glob = _literal_brackets(want_file)
+    return any(fnmatch.fnmatchcase(file, g) for g in (glob, f"*/{glob}", f"*.{glob}"))
 
 
 def path_for(impl: Implementation | str) -> Path:
@@ -164,9 +222,12 @@ def combined(
     return entries + (load(impl) if shipped else [])
 
 
-def find(expectations: Iterable[Expectation], law_id: str, dtype: str, device: str) -> Expectation | None:
-    """The first entry covering this result (file order decides between overlapping entries)."""
-    return next((e for e in expectations if e.matches(law_id, dtype, device)), None)
+def find(
+    expectations: Iterable[Expectation], law_id: str, dtype: str, device: str, nodes: Sequence[str] = ()
+) -> Expectation | None:
+    """The first entry covering this result (file order decides between overlapping entries); ``nodes``: under
+    pytest, the node ids of the test that runs it (``Expectation.matches``)."""
+    return next((e for e in expectations if e.matches(law_id, dtype, device, nodes)), None)
 
 
 def skip_reason(expectations: Iterable[Expectation], law_id: str, dtype: str, device: str) -> str | None:
@@ -177,8 +238,8 @@ def skip_reason(expectations: Iterable[Expectation], law_id: str, dtype: str, de
 
 def unmatched(expectations: Iterable[Expectation], law_ids: Iterable[str] | None = None) -> list[Expectation]:
     """Entries whose law pattern matches no registered law id (``law_ids`` defaults to the registry)."""
-    ids = _registered_law_ids() if law_ids is None else list(law_ids)
-    return [e for e in expectations if not any(fnmatch.fnmatchcase(i, e.law) for i in ids)]
+    ids = _registered_law_ids() if law_ids is None else list(law_ids)  # (a node id naming no law run: not known)
+    return [e for e in expectations if e.law is not None and not any(fnmatch.fnmatchcase(i, e.law) for i in ids)]
 
 
 def apply(

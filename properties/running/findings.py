@@ -19,10 +19,11 @@ from typing import Any
 
 from golden.formats import NAMES
 from properties.library.assertions import WITHOUT
-from properties.library.conventions import NUMERIC, Conventions, written
+from properties.library.conventions import NUMERIC, ConventionError, Conventions, parse_all, written
+from properties.library.subject import COMPONENTS
 from properties.running.runner import LawResult
 
-__all__ = ["Declaration", "batch_lines", "declarations", "diagnosis_lines"]
+__all__ = ["Declaration", "batch_lines", "declarations", "diagnosis_lines", "subject_declarations"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +111,16 @@ def declarations(results: Sequence[LawResult], conventions: Mapping[str, Convent
                     Declaration(component, key, c.declared[key], departing, tuple(needed), tuple(unneeded), room)
                 )
     return out
+
+
+def subject_declarations(results: Sequence[LawResult], info: Any) -> list[Declaration]:
+    """:func:`declarations` for a subject as the session describes it (``SubjectInfo``: its raw ``conventions`` and
+    ``provided`` components); none where the declaration cannot be read (such a module never ran)."""
+    try:
+        parsed = parse_all(info.conventions, COMPONENTS)
+    except ConventionError:
+        return []
+    return declarations(results, {c: parsed[c] for c in info.provided if c in parsed})
 
 
 def _needed(runs: Sequence[LawResult], key: str) -> bool | None:

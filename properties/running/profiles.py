@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import TYPE_CHECKING
 
-from hypothesis import HealthCheck, Phase, settings
+if TYPE_CHECKING:  # Hypothesis is imported when settings are made, not with the profile table: the pytest plugin
+    from hypothesis import settings  # reads the names at start-up in every project where the package is installed
 
 __all__ = ["DEFAULT_PROFILE", "ENV_VAR", "PROFILES", "Profile", "get", "register", "resolve", "settings_for"]
 
@@ -39,6 +41,8 @@ class Profile:
     def settings(self, cost: int = 1, database: object = None, **overrides: object) -> settings:
         """The Hypothesis settings for a law of cost ``cost`` under this profile (``database``: a shared example
         database, replayed first; it needs a seeded run rather than a derandomized one)."""
+        from hypothesis import HealthCheck, Phase, settings
+
         base = dict(
             max_examples=max(1, self.max_examples // max(1, cost)),
             derandomize=self.derandomize and database is None,
@@ -93,5 +97,7 @@ def settings_for(name: str, cost: int = 1) -> settings:
 
 def register() -> None:
     """Register the profiles with Hypothesis under their names (so HYPOTHESIS_PROFILE=ci works for any test)."""
+    from hypothesis import settings
+
     for profile in PROFILES.values():
         settings.register_profile(profile.name, profile.settings())

@@ -14,6 +14,7 @@ and device (never from the order laws run in), so ``--only LAW --seed S`` reprod
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import functools
@@ -22,10 +23,11 @@ import io
 import json
 import math
 import random
+import sys
 import time
 import traceback
 import unittest
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,7 @@ from hypothesis.errors import Flaky, FlakyStrategyDefinition
 from golden.formats import NAMES, fmt
 from properties import __version__
 from properties.library import diagnosis
+from properties.library.assertions import layout
 from properties.library.context import LawContext, SuiteDataError, open_context
 from properties.library.laws import LAWS
 from properties.library.subject import COMPONENTS, Implementation, NotProvided
@@ -118,18 +121,20 @@ class LawResult:
 # ---------------------------------------------------------------------------------------------- one law
 
 
-class _TorchGlobalRNG:
-    """torch's global generator as a PRNG Hypothesis manages: seeded to a fixed value around every example and
-    restored after it (as Hypothesis does for ``random`` and ``numpy.random``), so a subject drawing random numbers
-    sees the same ones whatever ran before it — no verdict depends on law order or on the other laws run."""
-
-    seed = staticmethod(torch.manual_seed)
-    getstate = staticmethod(torch.get_rng_state)
-    setstate = staticmethod(torch.set_rng_state)
-
-
-_TORCH_RNG = _TorchGlobalRNG()  # Hypothesis keeps a weak reference only
-hypothesis.register_random(_TORCH_RNG)
+@contextlib.contextmanager
+def _seeded_torch_rng(device: str) -> Iterator[None]:
+    """torch's global generators seeded to a fixed value for one example and restored after it (as Hypothesis does
+    for ``random`` and ``numpy.random``): the CPU generator, and the law's CUDA device's. A subject drawing random
+    numbers sees the same ones whatever ran before it — no verdict depends on law order — and nothing outside the
+    example sees the seed: torch's generator is never registered with Hypothesis, so a user's own ``@given`` tests
+    in the same session draw what they would have drawn without the laws."""
+    dev = torch.device(device)
+    cuda = [torch.cuda.current_device() if dev.index is None else dev.index] if dev.type == "cuda" else []
+    with torch.random.fork_rng(devices=cuda):
+        torch.default_generator.manual_seed(0)  # (torch.manual_seed would also queue a seed for every CUDA device)
+        for index in cuda:
+            torch.cuda.default_generators[index].manual_seed(0)
+        yield
 
 
 def law_seed(run_seed: int, law_id: str, dtype: str, device: str) -> int:
@@ -150,6 +155,15 @@ def repro_line(
         return cmd + (f" --hypothesis-seed={seed}" if seed is not None else "")
     cmd = f"nanolm-verify check {impl.spec} --only {law.id} --dtype {dtype} --device {device} --profile {profile}"
     return cmd + (f" --seed {seed}" if seed is not None else "")
+
+
+class _RunnerOutcome(BaseException):
+    """Carries an outcome of the test runner (``_from_the_test_runner``) through Hypothesis, which lets
+    BaseExceptions through but treats pytest's ``Failed`` as a failing example and would shrink it."""
+
+    def __init__(self, outcome: BaseException) -> None:
+        super().__init__(outcome)
+        self.outcome = outcome
 
 
 class ShrinkBudgetExceeded(BaseException):
@@ -223,11 +237,16 @@ def _hypothesis_test(
             raise ShrinkBudgetExceeded
         rec.begin_example()
         try:
-            out = body(impl, dtype, device, _Recording(data, rec))
+            with _seeded_torch_rng(device):
+                out = body(impl, dtype, device, _Recording(data, rec))
         except AssertionError as exc:
             if rec.first_failure is None:
                 stop_at[0] = time.monotonic() + prof.shrink_budget
             rec.fail_example(exc)
+            raise
+        except BaseException as exc:
+            if _from_the_test_runner(exc, impl):
+                raise _RunnerOutcome(exc) from None  # past Hypothesis, which would shrink a pytest ``Failed``
             raise
         if rec.first_failure is None and time.monotonic() > search_until:  # after the example: it drew all it draws
             raise SearchBudgetExhausted
@@ -287,6 +306,8 @@ def run_law(
         conventions=impl.conventions.get(law.component),
     )
     start, searched = time.perf_counter(), ""
+    failure: BaseException | None = None  # what failed the law (its message is laid out below, with the count)
+    notes: list[str] = []  # what the runner adds to it
     with open_context(ctx):
         try:
             if law.uses_hypothesis:
@@ -294,16 +315,16 @@ def run_law(
                 db = databases.open(database) if database is not None else None
                 _hypothesis_test(law, ctx, prof, own_seed, db, replay)(impl, f.dtype, device)
             else:
-                with torch.random.fork_rng(devices=[]):  # the same fixed start as a Hypothesis example
-                    torch.manual_seed(0)
+                with _seeded_torch_rng(device):  # the same fixed start as a Hypothesis example
                     law.func(impl, f.dtype, device)
+        except _RunnerOutcome as exc:
+            raise exc.outcome from None
         except unittest.SkipTest as exc:
             result.status, result.message = "skipped", str(exc)
         except NotProvided:
             result.status, result.message = "skipped", f"{law.component} not provided"
         except AssertionError as exc:
-            result.status, result.cause = "failed", getattr(exc, "cause", "law")
-            result.message = _failure_message(exc, ctx)
+            result.status, result.cause, failure = "failed", getattr(exc, "cause", "law"), exc
         except Flaky as exc:  # one example, run twice, gave two verdicts (or drew differently): say which and why
             inner = [e for e in getattr(exc, "exceptions", ()) if isinstance(e, AssertionError)]
             result.status, result.cause = "failed", getattr(inner[0], "cause", "law") if inner else "law"
@@ -315,29 +336,32 @@ def run_law(
         except ShrinkBudgetExceeded:  # report the smallest failure found within the budget
             failure = ctx.recorder.last_failure
             result.status, result.cause = "failed", getattr(failure, "cause", "law")
-            result.message = _failure_message(failure, ctx) + (
-                f"\n(not fully shrunk: shrinking stopped after the {prof.shrink_budget:g} s budget of profile "
-                f"{prof.name}; this is the smallest failing example found by then)"
+            notes.append(
+                f"not fully shrunk: shrinking stopped after the {prof.shrink_budget:g} s budget of profile "
+                f"{prof.name}; this is the smallest failing example found by then"
             )
             result.measurements["shrunk"] = "partially (time budget)"
         except SearchBudgetExhausted:  # passed: every example so far holds
             searched = f"stopped after {ctx.recorder.examples} examples by the {prof.search_budget:g} s search budget"
-        except KeyboardInterrupt:
-            raise  # the user's (in a worker process, where SIGINT is ignored, the worker reports it as a crash)
         except BaseException as exc:
+            if _from_the_test_runner(exc, impl):
+                raise  # Ctrl-C, pytest-timeout, pytest.exit …: the runner's, never the implementation's
+            tb = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4)
+            trace = [line for chunk in tb[:-1] for line in chunk.splitlines() if line.strip()]  # detail lines
+            said, *more = str(exc).splitlines() or [""]
             if not isinstance(exc, Exception) or _raised_in(exc, impl):  # SystemExit, pytest's Skipped …: the subject
-                tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4))
                 result.status, result.cause = "failed", "crash"
-                result.message = f"{law.component} raised {type(exc).__name__}: {exc}\n{tb}\nreproduce: {ctx.repro}"
+                head = f"{law.component} raised {type(exc).__name__}: {said}"
             else:  # a bug of the suite: say so, with where it happened
-                tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4))
-                result.status = "error"
-                result.message = f"suite error {type(exc).__name__}: {exc}\n{tb}\nreproduce: {ctx.repro}"
+                result.status, head = "error", f"suite error {type(exc).__name__}: {said}"
+            result.message = layout(head, [*more, *trace], ctx.repro, width=None)
     rec = ctx.recorder
     result.duration = time.perf_counter() - start
     result.examples = rec.examples if law.uses_hypothesis else max(rec.examples, 1)
     if result.status == "failed":  # a law without @given fails on its one (enumerated) check
         result.found_after = rec.first_failure if law.uses_hypothesis else max(rec.examples, 1)
+    if failure is not None:
+        result.message = _failure_message(failure, ctx, notes)
     result.max_ulp, result.p99_ulp = rec.max_ulp, rec.p99_ulp
     result.headroom, result.bound, result.headroom_median = rec.headroom, rec.bound, rec.headroom_median
     result.worst_input = rec.failing_input if result.status == "failed" and rec.failing_input else rec.worst_input
@@ -391,7 +415,8 @@ def _flaky_message(exc: BaseException, failure: BaseException | None, ctx: LawCo
     """The suite's own account of one example that gave two verdicts: both outcomes, what the subject returned
     each time, and the draws (in place of Hypothesis' "Inconsistent data generation … external state?")."""
     rec = ctx.recorder
-    first = (str(failure).split("\n", 1)[0].split(" (= ", 1)[0] if failure is not None else "") or "an assertion"
+    first = getattr(failure, "headline", None) or (str(failure).split("\n", 1)[0] if failure is not None else "failed")
+    first = first or type(failure).__name__
     drew_differently = isinstance(exc, FlakyStrategyDefinition)
     second = "drew other values from the same choices" if drew_differently else "passed"
     lines = [
@@ -499,18 +524,46 @@ def _honour_declaration(result: LawResult, ctx: LawContext) -> None:
         result.measurements["declared"] = excuse
 
 
-def _raised_in(exc: BaseException, impl: Implementation) -> bool:
-    """Did a frame of the implementation's own source take part in raising ``exc``?"""
+def _in_subject(impl: Implementation) -> Callable[[Any], bool]:
+    """Is a frame's code part of the implementation's own source (its file, or its package's folder)?"""
     source = getattr(impl.module, "__file__", None)
     if not source:
-        return False
+        return lambda frame: False
     path = Path(source).resolve()
     root = path.parent if path.name == "__init__.py" else path
-    for frame, _ in traceback.walk_tb(exc.__traceback__):
+
+    def inside(frame: Any) -> bool:
         file = Path(frame.f_code.co_filename).resolve()
-        if file == root or root in file.parents:
-            return True
-    return False
+        return file == root or root in file.parents
+
+    return inside
+
+
+def _raised_in(exc: BaseException, impl: Implementation) -> bool:
+    """Did a frame of the implementation's own source take part in raising ``exc``?"""
+    inside = _in_subject(impl)
+    return any(inside(frame) for frame, _ in traceback.walk_tb(exc.__traceback__))
+
+
+def _from_the_test_runner(exc: BaseException, impl: Implementation) -> bool:
+    """Is ``exc`` an outcome of the test runner around the law, never a result about the implementation?
+
+    KeyboardInterrupt (the user's: in a worker process SIGINT is ignored, and a worker reports what escapes as a
+    crash), and pytest's outcomes (``Failed``, ``Skipped``, ``XFailed``, ``Exit``: ``OutcomeException``) raised by
+    pytest or a plugin — pytest-timeout's signal handler raises ``Failed`` in whatever frame was running, the
+    subject's included. The innermost frame outside pytest's own package tells who called ``pytest.fail``/
+    ``skip``/``exit``: a subject doing it itself is still reported against the subject."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    outcomes = sys.modules.get("_pytest.outcomes")  # pytest not imported: no pytest outcome can exist
+    if outcomes is None or not isinstance(exc, outcomes.OutcomeException):
+        return False
+    pytest_package = Path(outcomes.__file__).resolve().parent
+    caller = None
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        if pytest_package not in Path(frame.f_code.co_filename).resolve().parents:
+            caller = frame
+    return caller is None or not _in_subject(impl)(caller)
 
 
 def _skip_reason(law: Law, impl: Implementation, dtype: torch.dtype, device: str) -> str | None:
@@ -528,13 +581,20 @@ def _skip_reason(law: Law, impl: Implementation, dtype: torch.dtype, device: str
     return devices.dtype_problem(device, dtype)
 
 
-def _failure_message(exc: AssertionError, ctx: LawContext) -> str:
+def _failure_message(exc: BaseException, ctx: LawContext, notes: Sequence[str] = ()) -> str:
+    """A failed result's message in the logical form of ``assertions.layout`` (wrapped where it is printed:
+    ``commands.render.text.failure_text``): the failure's headline and detail, the runner's notes, what Hypothesis
+    drew, and the reproduction line (the law's statement, the cause and the example count are fields of the
+    result)."""
     text = str(exc) or type(exc).__name__
-    notes = [n for n in getattr(exc, "__notes__", ()) if n.strip() and "reproduce_failure" not in n]
-    draws = [n if len(n) < 400 else n[:400] + " …" for n in notes if n.startswith(("Draw", "Falsifying"))]
-    if "reproduce:" not in text:
-        text += f"\n  {ctx.regime()}\nreproduce: {ctx.repro}"
-    return "\n".join([text, *draws])
+    headline = getattr(exc, "headline", None) or text.splitlines()[0]
+    details = getattr(exc, "details", None)
+    if details is None:  # an exception not raised by assertions.fail
+        details = [line.strip() for line in text.splitlines()[1:] if line.strip() and "reproduce:" not in line]
+        details.append(f"input: {ctx.regime()[1:-1]}")
+    hyp = [n for n in getattr(exc, "__notes__", ()) if n.strip() and "reproduce_failure" not in n]
+    drawn = [n if len(n) < 400 else n[:400] + " …" for n in hyp if n.startswith(("Draw", "Falsifying"))]
+    return layout(headline, [*details, *notes, *drawn], getattr(exc, "reproduce", None) or ctx.repro, width=None)
 
 
 # ---------------------------------------------------------------------------------------------- a selection

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from properties.commands.check import SCHEMA
+from properties.commands.render.json import CHECK_SCHEMA as SCHEMA
 from properties.entry.cli import main
 from properties.running.loading import load
 from properties.running.runner import LAWS, run_check, run_law, select_laws

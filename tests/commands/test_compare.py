@@ -6,7 +6,9 @@ import json
 
 import pytest
 
-from properties.commands import compare
+from properties.commands import compare, results
+from properties.commands.render import html, markdown
+from properties.commands.render import json as json_render
 from properties.entry import cli
 from properties.running import session
 from properties.running.loading import load
@@ -49,7 +51,7 @@ def canned(ulp: float, dtypes=("bf16",)) -> list[LawResult]:
 
 @pytest.fixture
 def report():
-    return compare.build(fake_run({"torch": canned(0.5), "hf-llama": canned(1.25)}))
+    return results.compare(fake_run({"torch": canned(0.5), "hf-llama": canned(1.25)}))
 
 
 def test_cells_aggregate_counts_errors_and_the_worst_input(report):
@@ -68,13 +70,13 @@ def test_cells_aggregate_counts_errors_and_the_worst_input(report):
 
 def test_the_batch_column_reads_the_batch_invariance_laws_and_no_probe(report):
     assert all(cell.batch_invariant is None and cell.batch_text == "—" for cell in report["cells"])  # none ran
-    assert not hasattr(compare, "batch_invariance")  # the verifier never runs a subject itself
+    assert not hasattr(compare, "batch_invariance") and not hasattr(results, "batch_invariance")  # no probe
 
     def batch(status, **kw):
         return LawResult("RMSNorm.rmsnorm_is_batch_invariant", "RMSNorm", "fp32", "cpu", status, **kw)
 
     cells = {
-        status: compare.build_cells("x", [r.to_json() for r in [batch(status)]])[0]
+        status: results.build_cells("x", [r.to_json() for r in [batch(status)]])[0]
         for status in ("passed", "failed", "xfailed", "xpassed", "skipped")
     }
     assert [cells[s].batch_text for s in ("passed", "failed", "xfailed", "xpassed", "skipped")] == [
@@ -82,16 +84,16 @@ def test_the_batch_column_reads_the_batch_invariance_laws_and_no_probe(report):
     ]  # fmt: skip
     assert cells["failed"].batch_source == "RMSNorm.rmsnorm_is_batch_invariant"
     measured = batch("passed", measurements={"batch_invariant": False})  # declared batch-variant: measured, not judged
-    assert compare.build_cells("x", [measured.to_json()])[0].batch_text == "no"
+    assert results.build_cells("x", [measured.to_json()])[0].batch_text == "no"
 
 
 def test_highlights_name_the_differing_accuracy_classes_with_numbers(report):
-    [line] = compare.highlights(report["cells"], compare._declared(report))
+    [line] = results.highlights(report["cells"])
     assert line == "RMSNorm bf16 cpu — correctly rounded: torch (max 0.5 ULP); ≤ 1.3 ULP: hf-llama (max 1.25 ULP)"
 
 
 def test_markdown_and_html_put_implementations_in_columns_with_headroom_cells(report, tmp_path):
-    md, page, results = compare.write(report, tmp_path)
+    md, page, written = compare.write(report, tmp_path)
     text = md.read_text()
     assert "| law | dtype | torch | hf-llama |" in text
     assert "| rmsnorm_matches_golden | bf16 | 0.25 | 0.62 |" in text  # headroom per cell, one format
@@ -101,33 +103,33 @@ def test_markdown_and_html_put_implementations_in_columns_with_headroom_cells(re
     assert body.startswith("<!doctype html>") and "<script" not in body
     assert '<td class="c p0" title="passed; headroom 0.25; max 0.5 ULP">0.25</td>' in body
     assert '<td class="c p1"' in body and "<th>hf-llama</th>" in body
-    data = json.loads(results.read_text())
+    data = json.loads(written.read_text())
     assert data["schema"] == "nanolm-verify/compare-report/2" and len(data["results"]["torch"]) == 2
 
 
 def test_failures_are_red_and_listed_with_their_messages(tmp_path):
-    report = compare.build(fake_run({"torch": canned(7.0, ["fp16"])}, ["fp16"]))
-    text = compare.render_markdown(report)
+    report = results.compare(fake_run({"torch": canned(7.0, ["fp16"])}, ["fp16"]))
+    text = markdown.compare(report)
     assert "| rmsnorm_matches_golden | fp16 | **FAIL 3.5** |" in text
     assert "**failed**" in text and "max ULP error too big" in text
-    assert '<td class="c f" title="failed; headroom 3.5; max 7 ULP' in compare.render_html(report)
-    assert compare.exit_status(report) == 1
+    assert '<td class="c f" title="failed; headroom 3.5; max 7 ULP' in html.compare(report)
+    assert results.exit_status_of(report) == 1
 
 
 def test_a_law_not_defined_for_a_dtype_is_shown_as_such_not_red():
     law = "RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded"  # defined for bf16 only
-    results = [
+    records = [
         LawResult(law, "RMSNorm", "bf16", "cpu", "passed", headroom=0.5),
         LawResult("RMSNorm.rmsnorm_preserves_sign", "RMSNorm", "fp32", "cpu", "passed"),
     ]
-    report = compare.build(fake_run({"torch": results}, ["fp32", "bf16"]))
-    rows = {(law, dtype): v for law, dtype, _, [v] in compare.matrix(report, "RMSNorm")}
+    report = results.compare(fake_run({"torch": records}, ["fp32", "bf16"]))
+    rows = {(law, dtype): v for law, dtype, _, [v] in results.matrix(report, "RMSNorm")}
     assert rows[("RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded", "fp32")].css == "na"
     assert rows[("RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded", "bf16")].text == "0.50"
     assert rows[("RMSNorm.rmsnorm_preserves_sign", "bf16")].text == "—"  # defined, but not run
     assert rows[("RMSNorm.rmsnorm_preserves_sign", "fp32")].text == "ok"  # an exact law: no bound
-    assert compare.exit_status(report) == 0
-    assert '<td class="c na" title="the law is not defined for fp32">n/a</td>' in compare.render_html(report)
+    assert results.exit_status_of(report) == 0
+    assert '<td class="c na" title="the law is not defined for fp32">n/a</td>' in html.compare(report)
 
 
 def test_expectations_turn_a_documented_failure_into_xfailed(monkeypatch, tmp_path):
@@ -138,9 +140,9 @@ def test_expectations_turn_a_documented_failure_into_xfailed(monkeypatch, tmp_pa
     wrong = "properties.gallery.eps_outside_sqrt"
     (tmp_path / f"{wrong}.txt").write_text("RMSNorm.rmsnorm_matches_golden[fp32]  xfail  documented\n")
     selection = Selection(profile="ci", only=("RMSNorm.rmsnorm_matches_golden",), dtypes=("fp32",))
-    report = compare.build(session.run([wrong, "torch"], selection, RunOptions.of("ci", workers=1)))
+    report = results.compare(session.run([wrong, "torch"], selection, RunOptions.of("ci", workers=1)))
     assert [c.laws_text for c in report["cells"]] == ["0/1 (1 xfailed)", "1/1"]
-    assert compare.exit_status(report) == 0
+    assert results.exit_status_of(report) == 0
 
 
 def test_cli_has_compare_and_unknown_implementations_exit_2(tmp_path, capsys):
@@ -156,7 +158,7 @@ def test_end_to_end_hf_llama_rounds_twice_where_torch_rounds_once():
     """The report's headline, measured by the real laws: in bf16 torch's RMSNorm is correctly rounded, HF-Llama's
     (x·r rounded, then ·w rounded again) is not."""
     selection = Selection(profile="ci", only=("RMSNorm.rmsnorm_matches_golden",), dtypes=("bf16",))
-    report = compare.build(session.run(["torch", "hf-llama"], selection, RunOptions.of("ci", workers=1)))
+    report = results.compare(session.run(["torch", "hf-llama"], selection, RunOptions.of("ci", workers=1)))
     torch_cell, hf_cell = report["cells"]
     assert (torch_cell.laws_text, hf_cell.laws_text) == ("1/1", "1/1")  # both conventions pass
     assert torch_cell.max_ulp <= 0.5 + 1e-9  # one rounding of an fp32 result: at most a hair above ½ ULP
@@ -165,15 +167,16 @@ def test_end_to_end_hf_llama_rounds_twice_where_torch_rounds_once():
 
 
 def test_numbers_next_to_a_class_boundary_are_not_rounded_across_it():
-    assert compare._fmt(0.5000000000000042) == "0.50000000000000422"
-    assert compare._fmt(0.49998158626697325) == "0.49998"
-    assert compare._fmt(0.99999999) == "0.99999998999999995"
-    assert (compare._fmt(2.1347e8), compare._fmt(None), compare._fmt(float("inf"))) == ("2.1347e+08", "—", "inf")
+    assert results.number_text(0.5000000000000042) == "0.50000000000000422"
+    assert results.number_text(0.49998158626697325) == "0.49998"
+    assert results.number_text(0.99999999) == "0.99999998999999995"
+    assert [results.number_text(v) for v in (2.1347e8, None, float("inf"))] == ["2.1347e+08", "—", "inf"]
 
 
 def test_the_league_ranks_every_implementation_and_lists_its_findings(tmp_path):
-    report = compare.build(fake_run({"torch": canned(0.5), "hf-llama": canned(9.0)}))
-    text = compare.render_league(report, "nanolm-verify compare --league L", {"timm": "No module named 'timm'"})
+    report = results.compare(fake_run({"torch": canned(0.5), "hf-llama": canned(9.0)}))
+    report["unavailable"] = {"timm": "No module named 'timm'"}
+    text = markdown.league(report, "nanolm-verify compare --league L")
     rows = [line for line in text.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
     assert rows[0].startswith("| 1 | **torch** |") and rows[1].startswith("| 2 | **hf-llama** |")
     assert "| **1** |" in rows[1] and "4.5" in rows[1]  # one unexpected failure, its headroom 9/2
@@ -182,19 +185,19 @@ def test_the_league_ranks_every_implementation_and_lists_its_findings(tmp_path):
 
 
 def test_a_report_renders_the_same_from_its_results_json(report, tmp_path):
-    _, _, results = compare.write(report, tmp_path)
-    again = compare.from_json(json.loads(results.read_text()))
-    assert compare.render_markdown(again) == compare.render_markdown(report)
-    assert compare.render_html(again) == compare.render_html(report)
+    _, _, written = compare.write(report, tmp_path)
+    again = json_render.compare_from_json(json.loads(written.read_text()))
+    assert markdown.compare(again) == markdown.compare(report)
+    assert html.compare(again) == html.compare(report)
 
 
 def test_the_league_lists_failures_expected_by_a_declaration_and_unexpected_ones_with_their_cause():
     why = "declared compute fp64→fp32: fp64 finite-difference gradcheck needs fp64 arithmetic\nmismatch"
-    results = [
+    records = [
         LawResult("RMSNorm.rmsnorm_gradients_pass_gradcheck", "RMSNorm", "fp64", "cpu", "xfailed", why),
         LawResult("RMSNorm.rmsnorm_preserves_sign", "RMSNorm", "fp32", "cpu", "failed", "boom", cause="crash"),
     ]
-    text = compare.render_league(compare.build(fake_run({"torch": results}, ["fp64", "fp32"])), "cmd")
+    text = markdown.league(results.compare(fake_run({"torch": records}, ["fp64", "fp32"])), "cmd")
     assert "- Expected failure: declared compute fp64→fp32: fp64 finite-difference gradcheck" in text
     assert "- **Unexpected failures**: `RMSNorm.rmsnorm_preserves_sign` (crash) fp32" in text
     assert "None: every law passes" not in text
@@ -202,7 +205,7 @@ def test_the_league_lists_failures_expected_by_a_declaration_and_unexpected_ones
 
 def test_the_reproduce_line_names_the_whole_selection():
     selection = Selection(profile="ci", devices=("cpu",), dtypes=("fp32", "bf16"), only=("RMSNorm",), seed=3)
-    report = compare.build(Run(selection, [], planned=0, unavailable={"torch": "gone"}))
+    report = results.compare(Run(selection, [], planned=0, unavailable={"torch": "gone"}))
     assert report["meta"]["command"] == (
         "nanolm-verify compare torch --profile ci --device cpu --only RMSNorm --dtype fp32,bf16 --seed 3"
     )

@@ -15,7 +15,8 @@ import torch
 
 import nanolm_core
 from golden.formats import fmt
-from properties.commands import teach
+from properties.commands import results, teach
+from properties.commands.render import markdown
 from properties.gallery import KINDS, PITFALLS
 from properties.running.loading import load
 from properties.running.runner import LAWS
@@ -179,7 +180,7 @@ def test_plot_cli_writes_a_png_and_rejects_unknown_names(tmp_path, capsys):
 
 
 def test_committed_figures_exist():
-    for png, pitfall, _ in teach.FIGURES:
+    for png, pitfall, _ in markdown.FIGURES:
         assert (DOCS / png).is_file(), f"docs/{png} missing: run nanolm-verify plot all --out docs"
         assert pitfall in PITFALLS
 
@@ -189,7 +190,7 @@ def test_the_gallery_in_worker_processes_gives_the_same_verdicts_as_in_process()
     here = teach.demonstrate_all(pitfalls, reference=True)
     there = teach.demonstrate_all(pitfalls, reference=True, options=RunOptions.of("ci", workers=2))
 
-    def verdict(demo: teach.Demo) -> tuple:
+    def verdict(demo: results.Demo) -> tuple:
         r = demo.result
         return demo.outcome, r.cause, r.found_after, demo.reference.status, demo.reference.examples  # (examples
         # shrunk after the first failure may differ: shrinking stops at a time budget)
@@ -209,8 +210,8 @@ def test_a_pending_entry_whose_law_cannot_run_here_is_as_expected_and_a_must_cat
 
     pending = PITFALLS["rmsnorm_device_shortcut"]
     assert pending.pending
-    demo = teach.Demo(pending, skipped(pending.law), skipped(pending.law))
+    demo = results.Demo(pending, skipped(pending.law), skipped(pending.law))
     assert demo.ok and not demo.caught
     must = PITFALLS["mean_subtraction"]
     assert not must.pending
-    assert not teach.Demo(must, skipped(must.law), skipped(must.law)).ok
+    assert not results.Demo(must, skipped(must.law), skipped(must.law)).ok

@@ -18,25 +18,14 @@ import textwrap
 import pytest
 
 from properties.commands import teach
-from properties.commands.teach import Demo, demonstrate_pitfall
+from properties.commands.teach import demonstrate_pitfall
 from properties.gallery import PITFALLS, Pitfall
 from properties.running.devices import accelerators
 from properties.running.loading import load
 from properties.running.runner import LAWS, run_law
+from tests.common.proofs import assert_caught
 
 DESIGNATED = sorted({(p.law, p.dtype) for p in PITFALLS.values()})
-
-
-def assert_caught(demo: Demo) -> None:
-    """The meta-check: the designated law's own assertion failed on the entry (a crash or contract failure
-    does not count), after a recorded number of examples, with a reproduction line."""
-    p, r = demo.pitfall, demo.result
-    assert demo.caught, (
-        f"{demo.name} ({p.module}) must fail {p.law} in {p.dtype} under the ci profile with cause 'law'; "
-        f"the law returned {demo.outcome} after {r.examples} example(s): {r.message}"
-    )
-    assert r.found_after is not None and r.found_after >= 1
-    assert "reproduce:" in r.message
 
 
 @pytest.mark.parametrize("name", list(PITFALLS))

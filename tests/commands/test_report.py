@@ -6,7 +6,9 @@ import io
 
 import pytest
 
-from properties.commands import report
+from golden.formats import NAMES
+from properties.commands import results
+from properties.commands.render import text as report
 from properties.running.loading import load
 from properties.running.runner import LAWS, LawResult, run_law
 
@@ -21,7 +23,7 @@ def _r(law_id="RMSNorm.rmsnorm_matches_golden", dtype="fp32", device="cpu", stat
      (1.0001, True, "1.1"), (123.4, True, "123"), (2.4e5, True, "2e5"), (float("inf"), True, "inf"), (None, False, "")],
 )  # fmt: skip
 def test_headroom_text_is_at_most_four_characters_and_never_rounds_up(h, failed, text):
-    assert report.headroom_text(h, failed) == text
+    assert results.headroom_text(h, failed) == text
 
 
 def test_cells_show_status_and_headroom_or_the_cause_in_eight_columns():
@@ -37,7 +39,7 @@ def test_the_table_fits_80_columns_with_every_law_and_two_devices():
     results = [
         _r(law.id, dtype, device, "failed" if i % 3 == 0 else "passed", cause="law", headroom=1.5e5 if i % 3 else 7.77)
         for i, law in enumerate(LAWS.values())
-        for dtype in ("fp64", "fp32", "fp16", "bf16")
+        for dtype in NAMES
         for device in ("cpu", "cuda:0")
     ]
     text = report.format_table(results)

@@ -14,7 +14,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from properties.commands import compare, report
+from properties.commands import results
+from properties.commands.render import json as report
 from properties.entry.cli import main
 from properties.running.loading import load
 from properties.running.runner import LawResult
@@ -54,12 +55,12 @@ def test_a_check_report_with_a_failure_and_a_pass_meets_its_schema_and_a_broken_
 
 
 def test_a_compare_report_meets_its_schema(tmp_path):
-    results = [
+    records = [
         LawResult("RMSNorm.rmsnorm_matches_golden", "RMSNorm", "bf16", "cpu", "passed", max_ulp=0.5, headroom=0.3),
         LawResult("RMSNorm.rmsnorm_preserves_sign", "RMSNorm", "bf16", "cpu", "failed", "wrong", cause="law"),
     ]
-    run = Run(Selection(profile="ci", dtypes=("bf16",)), [Subject(SubjectInfo.of(load("torch")), results)], 2)
-    data = compare.to_json(compare.build(run))
+    run = Run(Selection(profile="ci", dtypes=("bf16",)), [Subject(SubjectInfo.of(load("torch")), records)], 2)
+    data = report.compare_report(results.compare(run))
     data = json.loads(json.dumps(data, default=str))
     _validate(data)
     assert data["cells"][0]["headroom"] == 0.3

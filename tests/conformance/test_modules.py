@@ -1,39 +1,40 @@
-"""The course's named tests (``properties/conformance/test_modules.py``, collected here too), and proof that each
-one fails on the course mistake it is named after (properties/gallery/):
-
-    pytest tests/conformance/test_modules.py --impl some.module -k "rmsnorm or swiglu" -v
+"""Proof that each of the course's named tests (``properties/conformance/test_modules.py``, collected where the
+course puts them: ``tests/test_modules.py``) has power: every catalogue entry designated to the law a course test
+runs (``properties.gallery.PITFALLS``, the one bug → law table) fails that law by the law's own assertion — cause
+"law"; a wrong implementation that merely crashes is no catch (``tests/common/proofs.py``).
 """
 
 import pytest
-import torch
 
-from properties.conformance.test_modules import COURSE, TestRMSNorm, TestSwiGLU
-from properties.running.loading import load
-from properties.running.runner import LAWS, run_law
+from properties.commands.teach import demonstrate_pitfall
+from properties.conformance import test_modules as course  # a module: its test classes are collected elsewhere
+from properties.gallery import PITFALLS
+from properties.running.runner import LAWS
+from tests.common.proofs import assert_caught
+
+PROOFS = [
+    pytest.param(PITFALLS[name], id=f"{course_test}-{name}")
+    for course_test, law_id in course.COURSE.items()
+    for name, entry in PITFALLS.items()
+    if entry.law == law_id and not entry.pending
+]
 
 
-@pytest.mark.parametrize(
-    ("course_test", "mistake"),
-    [
-        ("test_rmsnorm_does_not_center", "mean_subtraction"),
-        ("test_rmsnorm_produces_unit_rms", "wrong_axis"),
-        ("test_rmsnorm_scales_with_gamma", "forgot_gamma"),
-        ("test_rmsnorm_matches_reference", "bf16_accumulation"),
-        ("test_swiglu_matches_reference", "swapped_gate_up"),
-        ("test_swiglu_gates_with_silu_elementwise", "gelu_instead_of_silu"),
-    ],
-)
-def test_each_course_test_fails_on_its_course_mistake(course_test, mistake):
-    law_id = COURSE[course_test]
-    dtype = torch.bfloat16 if mistake in ("bf16_accumulation", "gelu_instead_of_silu") else torch.float32
-    result = run_law(LAWS[law_id], load(f"properties.gallery.{mistake}"), dtype=dtype, profile="ci")
-    assert result.status == "failed", f"{course_test} did not catch {mistake}: {result.status} {result.message}"
-    assert result.cause == "law", f"{course_test} failed {mistake} for another reason: {result.message}"
+@pytest.mark.parametrize("entry", PROOFS)
+def test_each_course_test_fails_on_every_entry_designated_to_its_law(entry):
+    assert_caught(demonstrate_pitfall(entry, profile="ci"))
+
+
+def test_every_course_test_runs_a_law_with_an_entry_it_must_catch():
+    """No course test without a proof of power: its law has a catalogue entry that is not a known gap."""
+    proven = {entry.law for entry in PITFALLS.values() if not entry.pending}
+    unproven = [name for name, law_id in course.COURSE.items() if law_id not in proven]
+    assert not unproven, f"course tests whose law no catalogue entry proves: {unproven}"
 
 
 def test_every_course_test_runs_a_law_in_every_dtype_of_that_law():
     """No course test is parametrized over a dtype its law does not define (such a test could only skip)."""
-    for name, law_id in COURSE.items():
-        marks = getattr(TestRMSNorm, name, None) or getattr(TestSwiGLU, name)
+    for name, law_id in course.COURSE.items():
+        marks = getattr(course.TestRMSNorm, name, None) or getattr(course.TestSwiGLU, name)
         (param,) = [m for m in marks.pytestmark if m.name == "parametrize"]
         assert [p.values[0] for p in param.args[1]] == list(LAWS[law_id].dtypes), name

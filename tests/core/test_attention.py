@@ -7,9 +7,10 @@ import pytest
 import torch
 
 import nanolm_core
+from golden.formats import FORMATS
 from nanolm_core.attention import Attention, apply_rope, rope_cos_sin
 
-DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16]
+DTYPES = [f.dtype for f in FORMATS]
 CONFIGS = [  # (H, G): MHA, GQA with 1 < G < H, MQA
     nanolm_core.ModelConfig(dim=32, n_heads=4, n_kv_heads=4, max_seq_len=16),
     nanolm_core.ModelConfig(dim=48, n_heads=6, n_kv_heads=2, max_seq_len=16),

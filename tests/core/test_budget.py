@@ -37,7 +37,10 @@ def component(impl, name):
 
 def check_block_budget(impl) -> None:
     with torch.device("meta"):  # count parameters without allocating them
-        block = component(impl, "Block")(CFG)
+        try:
+            block = component(impl, "Block")(CFG)
+        except NotImplementedError as exc:  # an exercise stub: what to write and where, as the laws report it
+            pytest.skip(f"not implemented: {exc}")
     got, want = n_params(block), llama_block_params(CFG)
     ffn_got = n_params(block.ffn) if hasattr(block, "ffn") else None
     assert got == want, (

@@ -30,6 +30,7 @@ import pytest
 import torch
 
 import nanolm_core
+from golden.formats import FORMATS
 from nanolm_core import ModelConfig
 
 SEED = 20261201
@@ -37,7 +38,7 @@ LIMIT = 2**24  # the largest accepted size, restated here (nanolm_core._checks.M
 PER_TARGET = 40  # malformed calls per target
 VALID_PER_TARGET = 8
 SEQ = ModelConfig(dim=16, n_layers=1, n_heads=4, n_kv_heads=2, vocab_size=50, max_seq_len=8, ffn_dim=24)
-FLOATS = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
+FLOATS = tuple(f.dtype for f in FORMATS)
 NOT_FLOATS = (torch.int64, torch.int32, torch.int16, torch.uint8, torch.bool, torch.complex64, torch.complex128)
 
 

@@ -21,14 +21,20 @@ import torch
 import torch.nn.functional as F
 
 
-def rms_norm(x, weight, eps):
-    return F.rms_norm(x, x.shape[-1:], weight, eps)
+def rms_norm(x, weight, eps, casting_mode="gemma"):  # Liger's three casting modes
+    c = torch.float64 if x.dtype == torch.float64 else torch.float32
+    if casting_mode == "gemma":  # all in c, one rounding
+        return F.rms_norm(x.to(c), x.shape[-1:], weight.to(c), eps).to(x.dtype)
+    if casting_mode == "llama":  # x·r in c rounded to the input dtype, then ·w
+        return (x.to(c) * torch.rsqrt(x.to(c).pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * weight
+    ms = x.to(c).pow(2).mean(-1, keepdim=True).to(x.dtype)  # "none": the sum of squares in c, the rest in x.dtype
+    return x * torch.rsqrt(ms + eps) * weight
 
 
 def swiglu(x, w_gate, w_up, w_down):
     return F.linear(F.silu(F.linear(x, w_gate)) * F.linear(x, w_up), w_down)
 """
-WRONG = "\n\ndef rms_norm(x, weight, eps):  # eps outside the square root\n" + (
+WRONG = "\n\ndef rms_norm(x, weight, eps, casting_mode=None):  # eps outside the square root\n" + (
     "    return x / (x.float().pow(2).mean(-1, keepdim=True).sqrt() + eps).to(x.dtype) * weight\n"
 )
 
@@ -63,21 +69,38 @@ def test_the_onnxruntime_example_passes_and_skips_bf16(kernels, capsys):
     assert "dtype not supported" in capsys.readouterr().out
 
 
-def _pytest(directory: Path) -> subprocess.CompletedProcess:
+def _pytest(directory: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "HYPOTHESIS_"))}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", "test_mine.py"],
-        cwd=directory, env=env, capture_output=True, text=True, timeout=600,
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", "test_mine.py", *args],
+        cwd=directory, env={**env, "COLUMNS": "80"}, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
 
 
-def test_the_drop_in_assertions_example_passes_on_a_correct_kernel_and_fails_like_a_law(kernels):
-    (kernels / "test_mine.py").write_text(example("assertions"))
+def test_the_drop_in_example_with_declared_conventions_and_gradients_passes_and_fails_like_a_law(kernels):
+    code = example("assertions")
+    assert "conventions=" in code and "assert_rmsnorm_grads_close(" in code  # what the example is there to show
+    (kernels / "test_mine.py").write_text(code)
     run = _pytest(kernels)
-    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.returncode == 0 and "4 passed" in run.stdout, run.stdout + run.stderr
+
+    undeclared = code.replace('"none": {"compute_dtype": "input", "accumulation_dtype": "fp32"}', '"none": {}')
+    assert undeclared != code
+    (kernels / "test_mine.py").write_text(undeclared)  # bf16 arithmetic judged as the contract's fp32: it fails
+    run = _pytest(kernels)
+    assert run.returncode == 1 and "1 failed, 3 passed" in run.stdout, run.stdout
+    assert "FAILED test_mine.py::test_rms_norm[none]" in run.stdout
+
+    (kernels / "test_mine.py").write_text(code)
     (kernels / "mykernels.py").write_text(MYKERNELS + WRONG)
-    run = _pytest(kernels)
+    run = _pytest(kernels)  # (unit-scale rows: in bf16 arithmetic the misplaced eps is below the bound)
     assert run.returncode == 1, run.stdout
-    assert re.search(r"y: ULP error \S+ > bound \S+ ULP \(= 0\.5 \+ ", run.stdout), run.stdout
-    assert "[RMSNorm, bf16, shape=[16, 512], D=512, cpu, eps: 1e-06]" in run.stdout
-    assert "reproduce: pytest test_mine.py::test_my_kernels_in_bf16" in run.stdout
+    for mode in ("llama", "gemma"):
+        assert f"FAILED test_mine.py::test_rms_norm[{mode}] - LawFailure: casting_mode={mode}: " in run.stdout
+        assert f"reproduce: pytest 'test_mine.py::test_rms_norm[{mode}]'" in run.stdout
+    text = " ".join(word for word in run.stdout.split() if word != "E")  # (pytest's "E" before each line)
+    assert "casting_mode=llama assert_rmsnorm_close [bf16, cpu]: y: ULP error" in text, run.stdout
+    assert re.search(r"> bound \S+ ULP \(headroom \S+\) out of bound: \d+ of 131072 elements", text), run.stdout
+    assert "input: RMSNorm, bf16, shape=[4, 64, 512], D=512, cpu, eps: 1e-06 declared: roundings 2" in text
+    failures = run.stdout.split(" FAILURES ")[1].split(" short test summary info ")[0].splitlines()
+    assert [line for line in failures if len(line) > 80 and not line.startswith("reproduce: ")] == []

@@ -361,15 +361,18 @@ def test_regen_of_one_family_rewrites_it_and_the_manifest(
 
 @pytest.mark.parametrize("family", corpus.FAMILIES)
 def test_the_generator_reproduces_the_stored_cases(family: str) -> None:
-    """Inputs, goldens and their hashes regenerate bit for bit (the cheap cases and one model-sized RMSNorm)."""
+    """Inputs and their hashes regenerate bit for bit, goldens to the engine's contract: within 2^-100 and with the
+    same correct rounding in every format (the cheap cases and one model-sized RMSNorm). The digits past 2^-100
+    depend on how the engine groups its exact partial sums, so a faster engine may change them."""
     stored = {r["id"]: r for r in json.loads((corpus.DATA_DIR / f"{family}.json").read_text())["cases"]}
     specs = list(generate.GENERATORS[family]())
     picked = specs[:2] + [s for s in specs if s["id"] == "D16384-outlier-constant-float16"]
     for spec in picked:
-        fresh = generate._record(family, spec)
-        assert {k: fresh[k] for k in ("inputs", "inputs_sha256", "golden", "golden_sha256")} == {
-            k: stored[spec["id"]][k] for k in ("inputs", "inputs_sha256", "golden", "golden_sha256")
-        }
+        fresh, old = generate._record(family, spec), stored[spec["id"]]
+        assert {k: fresh[k] for k in ("inputs", "inputs_sha256")} == {k: old[k] for k in ("inputs", "inputs_sha256")}
+        a, b = (corpus.decode_decimal(r["golden"]["decimal"], r["golden"]["shape"]) for r in (fresh, old))
+        assert np.all(np.abs((a.hi - b.hi) + (a.lo - b.lo)) <= 2.0**-100 * np.abs(b.hi)), spec["id"]
+        assert all(torch.equal(a.rounded(f.dtype), b.rounded(f.dtype)) for f in FORMATS), spec["id"]
 
 
 # --------------------------------------------------------------------------------------------- bench
@@ -377,7 +380,8 @@ def test_bench_reports_in_the_documented_format(capsys: pytest.CaptureFixture[st
     assert main(["golden", "bench", "--dim", "64", "--hidden", "160", "--slice", "4"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert re.fullmatch(
-        r"golden-bench: swiglu D=64 F=160: [\d.]+ s; naive mpmath ~ [\d.]+ s; ratio \d+; "
+        r"golden-bench: swiglu D=64 F=160: [\d.]+ s; previous method [\d.]+ s, ratio [\d.]+; naive mpmath ~ [\d.]+ s; "
+        r"ratio \d+; "
         r"numpy fp64 [\d.]+ s",
         last,
     ), last

@@ -11,10 +11,11 @@ import torch
 
 import golden
 from golden import dd, definitions, fast
+from golden.formats import FORMATS, NAMES
 from nanolm_core import Block, ModelConfig
 
-DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16]
-IDS = ["fp64", "fp32", "fp16", "bf16"]
+DTYPES = [f.dtype for f in FORMATS]
+IDS = list(NAMES)
 
 
 def _ctx(prec: int = 200):

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 import torch
 
+from golden.formats import FORMATS
 from properties.library import strategies as S
 from properties.library.laws import domain, lifecycle, sequence
 from properties.numerics import bounds
-from tests.library.test_strategies import reach
+from tests.common.search import reach
 
-DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
+DTYPES = tuple(f.dtype for f in FORMATS)
 
 
 @pytest.mark.parametrize("shape", [(5, 7), (2, 3, 6), (4, 1)])
@@ -49,8 +50,12 @@ def test_pins_reach_model_sizes_long_sequences_and_many_rows(dtype):
     (hidden,) = S.HIDDEN_PINS.values()
     assert hidden.build(dtype).case.w_gate.shape[0] == S.MODEL_HIDDEN == 28672
     assert S.CAUSAL_PINS["T=1024, t=700"].build(dtype).case.x.shape[1] == S.LONG_T == 1024
-    (pin,) = sequence.REACH_PINS.values()
+    pin, longest = sequence.REACH_PINS.values()
     assert pin.build(dtype).case.x.shape[1] == 1024 and pin.build(dtype).j == 0
+    if dtype == torch.float32:
+        assert longest.build(dtype).case.x.shape[1] == 4097 > 4096 and longest.build(dtype).j == 0
+    else:
+        assert longest.build(dtype) is None  # the law skips it: T = 4097 runs in fp32 only
     for p in S.GRAD_PINS.values():
         x = p.build(dtype).case.x
         assert x.reshape(-1, x.shape[-1]).shape[0] == S.MANY_ROWS >= 2 * 64
@@ -85,3 +90,76 @@ def test_domain_cases_straddle_the_overflow_threshold(dtype):
 def test_fp16_domain_cases_reach_the_top_of_fp16():
     dc = reach(domain.domain_cases(torch.float16), lambda dc: float(dc.case.x.abs().max()) >= 60000)
     assert all(k < 0 for k in dc.log2_ratio) and torch.isfinite(dc.case.x).all()
+
+
+def test_sampled_rows_take_the_ends_every_power_of_two_boundary_and_random_rows():
+    n = 2**17 + 3
+    rows = S.sampled_rows(n, 0)
+    assert rows[0] == 0 and rows[-1] == n - 1 and (np.diff(rows) > 0).all()
+    for k in range(17 + 1):
+        assert {2**k - 1, 2**k} <= set(rows.tolist())
+    assert S.GRID_LIMIT in rows and (rows >= 2 * S.GRID_LIMIT).any()  # the first row past 65,535 programs, and
+    # rows past 65,535 programs of two rows
+    assert len(rows) >= 2 * 17 + 2 and set(S.sampled_rows(5, 1).tolist()) == {0, 1, 2, 3, 4}
+
+
+def test_the_code_path_cases_reach_the_sizes_they_name():
+    rms = {k: b(torch.float32) for k, b in S.PATHS["RMSNorm"].items()}
+    rows = sorted(c.x.shape[0] for c in rms.values())
+    assert rows[-1] > 2 * S.GRID_LIMIT and rows[-2] > S.GRID_LIMIT  # past 65,535 and past 2·65,535
+    widths = {c.x.shape[-1] for c in rms.values()}
+    assert {513, 4097} <= widths and any(w & (w - 1) and w % 2 == 0 for w in widths)  # 2^k + 1, not a power of 2
+    assert any(c.x.shape[0] > 4096 and c.x.shape[-1] <= 512 for c in rms.values())  # many narrow rows
+    swi = [b(torch.bfloat16) for b in S.PATHS["SwiGLU"].values()]
+    assert max(c.x.shape[0] for c in swi) > 2 * S.GRID_LIMIT and all(c.x.dtype == torch.bfloat16 for c in swi)
+    blk = [b(torch.float16) for b in S.PATHS["Block"].values()]
+    assert max(c.x.shape[0] * c.config.n_heads for c in blk) > S.GRID_LIMIT
+    assert any(c.config.head_dim == 34 and c.config.ffn_dim == 65 for c in blk)
+    x = rms["2^16 + 1 rows, D = 8"].x
+    assert x.dtype == torch.float32 and torch.equal(
+        x, S.PATHS["RMSNorm"]["2^16 + 1 rows, D = 8"](torch.float64).x.float()
+    )
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", list(S.LOGIT_PINS))
+def test_extreme_logit_pins_put_every_logit_near_4096(dtype, name):
+    import nanolm_core
+
+    c = S.LOGIT_PINS[name].build(dtype)
+    m = nanolm_core.Block(c.config).double()
+    m.load_state_dict({k: v.double() for k, v in c.params.items()})
+    a = m.attn
+    with torch.no_grad():
+        q, k, _ = a.heads(m.attn_norm(c.x.double()))
+        cos, sin = a.rope_tables(c.x.shape[1], torch.float64, "cpu")
+        s = a.scores(a.rope(q, cos, sin), a.expand_kv(a.rope(k, cos, sin)))
+    sign = -1.0 if "−" in name else 1.0
+    assert (s * sign > S.EXTREME_LOGIT - 4).all() and (s * sign < S.EXTREME_LOGIT + 4).all()
+    assert float(s.max() - s.min()) > 0.5  # nearly equal, not equal: the softmax is not exactly uniform
+
+
+def test_the_16_bit_backward_pin_has_logits_that_overflow_fp16_exp():
+    import nanolm_core
+
+    c = S.BACKWARD_PINS[f"T={S.BACKWARD_T}"].build(torch.float16)
+    m = nanolm_core.Block(c.config).double()
+    m.load_state_dict({k: v.double() for k, v in c.params.items()})
+    a = m.attn
+    with torch.no_grad():
+        q, k, _ = a.heads(m.attn_norm(c.x.double()))
+        cos, sin = a.rope_tables(c.x.shape[1], torch.float64, "cpu")
+        s = a.mask(a.scores(a.rope(q, cos, sin), a.expand_kv(a.rope(k, cos, sin))))
+    row_max = s.max(dim=-1).values
+    assert c.x.shape[1] == S.BACKWARD_T > 512 and float(row_max.median()) > 11.1  # exp(11.1) > fp16's max
+    assert float(row_max.max()) < 100  # realistic, not extreme
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_protocol_pins_have_several_rows_nonzero_mean_and_gamma_of_both_signs(dtype):
+    c = S.PROTOCOL_PINS["RMSNorm"].build(dtype)
+    assert c.x.reshape(-1, c.x.shape[-1]).shape[0] >= 4 and float(c.x.double().mean()) > 0.2
+    assert (c.weight > 0).any() and (c.weight < 0).any()
+    g = S.PROTOCOL_PINS["RMSNorm gradients"].build(dtype)
+    assert g.grad_out.shape == g.case.x.shape and g.grad_out.dtype == dtype
+    assert S.PROTOCOL_PINS["Block"].build(dtype).x.shape[:2] == (2, 3)

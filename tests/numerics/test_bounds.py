@@ -24,11 +24,13 @@ import torch.nn.functional as F
 
 import golden
 import nanolm_core
+from golden.formats import FORMATS, fmt
 from nanolm_core import ModelConfig
 from properties.numerics import bounds, ulp
+from tests.common.cases import block_case, hf_llama_rmsnorm
 
-DTYPES = [torch.bfloat16, torch.float16, torch.float32, torch.float64]
-IDS = ["bf16", "fp16", "fp32", "fp64"]
+DTYPES = [f.dtype for f in reversed(FORMATS)]
+IDS = [f.name for f in reversed(FORMATS)]
 EPS = 1e-6
 
 
@@ -55,13 +57,6 @@ def _gamma(D: int, dtype: torch.dtype) -> torch.Tensor:
     return w.to(dtype)
 
 
-def _hf_llama_rmsnorm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
-    """HF LlamaRMSNorm.forward verbatim: compute in fp32, round x·r to the input dtype, then × w in that dtype."""
-    h = x.to(torch.float32)
-    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
-    return w * h.to(x.dtype)
-
-
 def _rms_conventions(dtype: torch.dtype, D: int):
     ref = nanolm_core.RMSNorm(D, EPS).to(dtype)
 
@@ -78,7 +73,7 @@ def _rms_conventions(dtype: torch.dtype, D: int):
         ).to(dtype),
     }
     if dtype != torch.float64:  # HF computes in fp32 even for fp64 input: not an accepted fp64 convention
-        out["hf_two_roundings"] = lambda x, w: _hf_llama_rmsnorm(x, w, EPS)
+        out["hf_two_roundings"] = lambda x, w: hf_llama_rmsnorm(x, w, EPS)
     return out
 
 
@@ -256,18 +251,6 @@ def test_silu_bound_admits_torch_and_catches_cancellation(dtype: torch.dtype) ->
 
 
 # --------------------------------------------------------------------------------------------- Block
-def _block_case(dtype: torch.dtype, D: int, H: int, G: int, T: int, scale: float, seed: int):
-    torch.manual_seed(seed)
-    cfg = ModelConfig(dim=D, n_heads=H, n_kv_heads=G)
-    blk = nanolm_core.Block(cfg)
-    with torch.no_grad():
-        for name, p in blk.named_parameters():
-            p.copy_(1 + 0.5 * torch.randn_like(p) if "norm" in name else torch.randn_like(p) / math.sqrt(p.shape[1]))
-    blk = blk.to(dtype)
-    x = (torch.randn(2, T, D) * scale + 0.2 * scale).to(dtype)
-    return blk, cfg, x
-
-
 def _hf_decoder_layer(cfg: ModelConfig, sd: dict, dtype: torch.dtype):
     tr = pytest.importorskip("transformers")
     from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
@@ -318,7 +301,7 @@ def _block_measure(dtype: torch.dtype, convention: str) -> tuple[float, float]:
     worst = (0.0, 0.0)
     for i, (D, H, G, T) in enumerate(BLOCK_CASES):
         for scale in (0.1, 3.0):
-            blk, cfg, x = _block_case(dtype, D, H, G, T, scale, seed=i)
+            blk, cfg, x = block_case(dtype, D, H, G, T, scale, seed=i)
             sd = {k: v.clone() for k, v in blk.state_dict().items()}
             g = golden.block(x, sd, cfg)
             b = bounds.block(x, sd, cfg, dtype, random_weights=True)  # drawn weights, as in the laws
@@ -363,7 +346,7 @@ class _NormalisedResidual(nanolm_core.Block):
 
 def test_wrong_block_exceeds_the_bound() -> None:
     """In fp32 (the 16-bit Block bound is too loose to see this: docs/laws.md, "what the bounds cannot see")."""
-    blk, cfg, x = _block_case(torch.float32, 64, 4, 2, 6, 3.0, seed=9)
+    blk, cfg, x = block_case(torch.float32, 64, 4, 2, 6, 3.0, seed=9)
     wrong = _NormalisedResidual(cfg)
     wrong.load_state_dict(blk.state_dict())
     with torch.no_grad():
@@ -464,7 +447,8 @@ def test_accuracy_classes() -> None:
 def test_formula_names_symbols_numbers_and_shape(dtype: torch.dtype) -> None:
     x, w = torch.randn(2, 4096).to(dtype), torch.ones(4096).to(dtype)
     b = bounds.rmsnorm(x, w, EPS, dtype)
-    assert "γ_(D+1)" in b.formula and "D=4096" in b.formula and "ULP" in b.formula
+    assert "γ_(D+1)" in b.formula and "D=4096" in b.formula and f"t={fmt(dtype).name}" in b.formula
+    assert " max " not in b.formula  # the message gives the bound at the judged element, not a maximum over all
     assert np.all(b.pairwise <= b.abs)
     assert b.accuracy == bounds.accuracy_class(b.max_ulps)
     assert b.abs.shape == b.ulps.shape == (2, 4096)

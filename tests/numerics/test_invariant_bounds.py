@@ -17,14 +17,14 @@ import torch.nn.functional as F
 import golden
 import nanolm_core
 from golden import dd
+from golden.formats import FORMATS
 from properties.adapters import torch_ref
 from properties.numerics import bounds, ulp
+from tests.common.cases import adversarial_rows, block_case, hf_llama_rmsnorm
 from tests.numerics import orders
-from tests.numerics.test_bounds import _block_case, _hf_llama_rmsnorm
-from tests.numerics.test_reduction_orders import adversarial_rows
 
-DTYPES = [torch.bfloat16, torch.float16, torch.float32, torch.float64]
-IDS = ["bf16", "fp16", "fp32", "fp64"]
+DTYPES = [f.dtype for f in reversed(FORMATS)]
+IDS = [f.name for f in reversed(FORMATS)]
 EPS = 1e-6
 DIMS = (3, 760, 4096)
 
@@ -59,7 +59,7 @@ def _rms_conventions(dtype: torch.dtype) -> dict:
         "8-lane Σx²": emulated("lanes8"),
     }
     if dtype != torch.float64:
-        out["HF two roundings"] = lambda x, w: _hf_llama_rmsnorm(x, w, EPS)
+        out["HF two roundings"] = lambda x, w: hf_llama_rmsnorm(x, w, EPS)
     return out
 
 
@@ -246,7 +246,7 @@ def _pair(cfg, sd, dtype, cls=nanolm_core.Block):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
 def test_block_vjp_allowance_admits_another_attention_order(dtype: torch.dtype) -> None:
     """The torch adapter (SDPA attention, RoPE in its own order) against the fp64 reference derivative."""
-    blk, cfg, x = _block_case(dtype, 32, 4, 2, 5, 1.0, seed=4)
+    blk, cfg, x = block_case(dtype, 32, 4, 2, 5, 1.0, seed=4)
     sd = {k: v.double() for k, v in blk.state_dict().items()}
     v = torch.randn(x.shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64).to(dtype)
     exact = _vjp(_pair(cfg, sd, torch.float64), x.double(), v.double())
@@ -262,7 +262,7 @@ def test_block_vjp_allowance_admits_another_attention_order(dtype: torch.dtype) 
 
 def test_block_depth_allowance_admits_the_torch_adapter_and_catches_post_norm() -> None:
     dtype = torch.float32
-    blk, cfg, x = _block_case(dtype, 32, 4, 2, 3, 1.0, seed=5)
+    blk, cfg, x = block_case(dtype, 32, 4, 2, 3, 1.0, seed=5)
     sd = {k: v.double() * (0.125 if "norm" not in k else 1.0) for k, v in blk.state_dict().items()}
     x = x * 4 / x.double().square().mean().sqrt().float()
     v = torch.randn(x.shape, generator=torch.Generator().manual_seed(1))

@@ -18,37 +18,16 @@ import pytest
 import torch
 
 import golden
+from golden.formats import FORMATS
 from nanolm_core import ModelConfig
 from properties.numerics import bounds, ulp
+from tests.common.cases import adversarial_rows, exact_in
 from tests.numerics import orders
 
-DTYPES = [torch.bfloat16, torch.float16, torch.float32, torch.float64]
-IDS = ["bf16", "fp16", "fp32", "fp64"]
+DTYPES = [f.dtype for f in reversed(FORMATS)]
+IDS = [f.name for f in reversed(FORMATS)]
 EPS = 1e-6
 RMS_DIMS = (1, 2, 3, 7, 64, 760, 2048, 4096, 16384)
-
-
-def _exact_in(a: np.ndarray, dtype: torch.dtype) -> np.ndarray:
-    return torch.from_numpy(np.asarray(a, dtype=np.float64)).to(dtype).double().numpy()
-
-
-def adversarial_rows(D: int, dtype: torch.dtype, seed: int = 0) -> np.ndarray:
-    """Rows whose rounding errors correlate (constant, same sign, a ramp) or that stress the range (one outlier,
-    mixed scales), exact in ``dtype``: (9, D)."""
-    rng = np.random.default_rng(seed + D)
-    const = _exact_in(rng.uniform(0.5, 2.0, 2), dtype)  # full-mantissa constants
-    rows = [
-        np.full(D, const[0]),
-        np.full(D, -const[1]),
-        np.abs(rng.standard_normal(D)) + 0.05,  # one sign
-        np.linspace(1.0, 2.0, D),  # a ramp: partial sums grow steadily
-        np.where(np.arange(D) == D // 2, 100.0, 1e-3 * np.abs(rng.standard_normal(D))),  # one outlier
-        np.where(np.arange(D) % 2 == 0, 1.0, 2.0**-10) * (1 + rng.random(D)),  # mixed scales
-        2.0 ** rng.uniform(-8, 8, D),  # log-uniform magnitudes
-        rng.standard_normal(D) + 3.0,  # non-zero mean
-        rng.standard_normal(D),
-    ]
-    return _exact_in(np.stack(rows), dtype)
 
 
 def _ratio(y: np.ndarray, gold: golden.Golden, b: bounds.Bound, dtype: torch.dtype) -> float:
@@ -70,7 +49,7 @@ def test_rmsnorm_bound_holds_for_every_reduction_order(dtype: torch.dtype, recor
     worst: dict[str, float] = {}
     for D in RMS_DIMS:
         x = adversarial_rows(D, dtype)
-        w = _exact_in(1 + 0.5 * np.random.default_rng(D).standard_normal(D), dtype)
+        w = exact_in(1 + 0.5 * np.random.default_rng(D).standard_normal(D), dtype)
         xt, wt = torch.from_numpy(x).to(dtype), torch.from_numpy(w).to(dtype)
         gold, b = golden.rmsnorm(xt, wt, EPS), bounds.rmsnorm(xt, wt, EPS, dtype)
         for order in orders.ORDERS:
@@ -109,7 +88,7 @@ def _swiglu_weights(D: int, F: int, kind: str, dtype: torch.dtype) -> tuple[np.n
         ws = [rng.standard_normal(s) / np.sqrt(s[1]) for s in ((F, D), (F, D), (D, F))]
     else:  # one sign: every dot product of a one-sign row sums terms of one sign (errors correlate)
         ws = [rng.uniform(0.5, 1.5, s) / s[1] for s in ((F, D), (F, D), (D, F))]
-    return tuple(_exact_in(w, dtype) for w in ws)
+    return tuple(exact_in(w, dtype) for w in ws)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
@@ -167,9 +146,9 @@ def test_attention_bound_holds_for_every_reduction_order(dtype: torch.dtype, rec
         x = np.clip(rows[np.arange(T) % rows.shape[0]], -8, 8)[None]  # (1, T, D): every kind, repeated
         K = D // H
         rng = np.random.default_rng(D + T)
-        W = [_exact_in(rng.standard_normal((n, m)) / np.sqrt(m), dtype) for n, m in ((H * K, D), (G * K, D))]
-        W += [_exact_in(rng.standard_normal((G * K, D)) / np.sqrt(D), dtype)]
-        W += [_exact_in(rng.standard_normal((D, H * K)) / np.sqrt(H * K), dtype)]
+        W = [exact_in(rng.standard_normal((n, m)) / np.sqrt(m), dtype) for n, m in ((H * K, D), (G * K, D))]
+        W += [exact_in(rng.standard_normal((G * K, D)) / np.sqrt(D), dtype)]
+        W += [exact_in(rng.standard_normal((D, H * K)) / np.sqrt(H * K), dtype)]
         xt, Wt = torch.from_numpy(x).to(dtype), [torch.from_numpy(w).to(dtype) for w in W]
         gold = golden.attention(xt, *Wt, cfg)
         b = bounds.attention(xt, *Wt, cfg, dtype, random_weights=True)

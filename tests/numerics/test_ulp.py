@@ -7,10 +7,11 @@ import pytest
 import torch
 
 import golden
+from golden.formats import FORMATS, NAMES
 from properties.numerics import ulp
 
-DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16]
-IDS = ["fp64", "fp32", "fp16", "bf16"]
+DTYPES = [f.dtype for f in FORMATS]
+IDS = list(NAMES)
 P = {torch.float64: 53, torch.float32: 24, torch.float16: 11, torch.bfloat16: 8}
 EMIN = {torch.float64: -1022, torch.float32: -126, torch.float16: -14, torch.bfloat16: -126}
 

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import nanolm_core
+from golden.formats import FORMATS
 from properties.adapters.kit import DtypeNotSupported
 from properties.library.subject import Implementation
 from properties.running.loading import load
@@ -100,7 +101,7 @@ def test_strict_loading_rejects_foreign_names(adapter, component):
         mod.load_state_dict(state, strict=True)
 
 
-@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("dtype", [f.dtype for f in FORMATS], ids=str)
 @pytest.mark.parametrize(("adapter", "component"), CASES)
 def test_output_keeps_shape_dtype_and_leaves_the_input_alone(adapter, component, dtype):
     _, mod = _pair(adapter, component, dtype)
@@ -144,7 +145,7 @@ def test_conventions_are_declared(adapter, component):
 # ------------------------------------------------------------------------------------------ numbers
 
 
-ALL_DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
+ALL_DTYPES = tuple(f.dtype for f in FORMATS)
 BITWISE = [
     ("torch", "RMSNorm", ALL_DTYPES),
     ("torch", "SwiGLU", ALL_DTYPES),

@@ -204,7 +204,7 @@ def _every_bound():
     shapes = nanolm_core.Block(cfg).state_dict().items()
     params = {k: torch.randn(v.shape, generator=g, dtype=torch.float64) for k, v in shapes}
     xb = x.reshape(1, 3, 8)
-    for t in ("fp64", "fp32", "fp16", "bf16"):
+    for t in NAMES:
         yield lambda t=t: (bounds.rmsnorm(x, w, 1e-6, t), *bounds.rmsnorm_vjp(x, w, 1e-6, gy, t))
         yield lambda t=t: (bounds.swiglu(x, wg, wu, wd, t), *bounds.swiglu_vjp(x, wg, wu, wd, gy, t))
         yield lambda t=t: (bounds.block(xb, params, cfg, t, random_weights=True), bounds.silu(x, t))

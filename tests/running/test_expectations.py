@@ -154,3 +154,37 @@ def test_user_entries_come_before_the_shipped_file_and_decide_first(tmp_path, mo
     [out] = ex.apply([result("RMSNorm.rmsnorm_matches_golden")], "hf-llama", entries, warn=False)
     assert out.status == "skipped" and "not on our hardware" in out.message  # the user's line won
     assert ex.combined("hf-llama", [mine], shipped=False) == entries[:1]
+
+
+# ---------------------------------------------------------------------------------------------- pytest node ids
+
+NODES = """
+::test_law[RMSNorm.rmsnorm_matches_golden-fp32-cpu]                        xfail  as pytest printed it (--pyargs)
+tests/test_mine.py::test_norm[bf16-*]                                      skip   a user's own test, by node id
+properties.conformance.test_modules::TestRMSNorm::test_rmsnorm_does_not_center[cpu-fp16]  xfail  by module name
+"""
+
+
+def test_a_node_id_line_covers_that_test_and_a_conformance_id_also_its_law_run():
+    law, mine, course = ex.parse(NODES, source="n.txt")
+    assert (law.law, law.dtype, law.device) == ("RMSNorm.rmsnorm_matches_golden", "fp32", "cpu")
+    assert law.matches("RMSNorm.rmsnorm_matches_golden", "fp32", "cpu")  # check honours it: the same law run
+    assert not law.matches("RMSNorm.rmsnorm_matches_golden", "bf16", "cpu")
+    assert mine.law is None and course.law is None  # they name tests, not law runs
+    assert not mine.matches("RMSNorm.rmsnorm_matches_golden", "bf16", "cpu")  # outside pytest: nothing
+    assert mine.matches("X", "bf16", "cpu", ["tests/test_mine.py::test_norm[bf16-cpu]"])
+    assert mine.matches("X", "bf16", "cpu", ["/home/u/repo/tests/test_mine.py::test_norm[bf16-cuda]"])  # a tail
+    assert not mine.matches("X", "bf16", "cpu", ["other/test_mine.py::test_norm[bf16-cpu]"])
+    assert not mine.matches("X", "bf16", "cpu", ["tests/test_mine.py::test_normal[bf16-cpu]"])  # brackets literal
+    node = "properties.conformance.test_modules::TestRMSNorm::test_rmsnorm_does_not_center[cpu-fp16]"
+    assert course.matches("X", "fp16", "cpu", ["../x/test_modules.py::TestRMSNorm::t", node])
+    assert ex.unmatched([law, mine, course]) == []  # a law that exists; node ids naming no law run: not judged
+
+
+def test_the_conformance_ids_are_the_ones_the_expectations_read():
+    from properties.conformance.test_laws import _params
+
+    ids = {p.id for p in _params()}
+    assert ex.param_id("RMSNorm.rmsnorm_matches_golden", "fp32", "cpu") in ids
+    [entry] = ex.parse("::test_law[SwiGLU.swiglu_matches_golden-bf16-cuda]  xfail  why")
+    assert (entry.law, entry.dtype, entry.device) == ("SwiGLU.swiglu_matches_golden", "bf16", "cuda")

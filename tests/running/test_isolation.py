@@ -1,35 +1,39 @@
-"""The subject cannot subvert the verdict: each hostile implementation in tests/hostile/ ends with the right exit
-status, a complete table, a valid JSON report and the right cause, in bounded time (the subject runs in worker
-processes; properties.running.workers)."""
+"""The subject cannot subvert the verdict in any command that runs it (check, compare, pitfalls): each hostile
+implementation in tests/hostile/ ends with the right exit status, a complete table or report and the right cause,
+in bounded time (the subject runs in worker processes started by the run session; properties.running.session)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from properties.entry.cli import main
+from properties.gallery import PITFALLS, Pitfall
 
 HOSTILE = Path(__file__).parents[1] / "hostile"
 ONE_LAW = ["--profile", "ci", "--dtype", "fp32", "--only", "rmsnorm_matches_golden,swiglu_matches_golden", "-q"]
 
-# module → (exit status, the cause of the failed result, a fragment of the message's first line)
+# module → (the cause of the failed result, a fragment of its message)
 CASES = {
-    "exits_in_forward": (1, "crash", "SystemExit"),
-    "os_exit_in_forward": (1, "crash", "worker process running the implementation exited with status 0"),
-    "raises_system_exit": (1, "crash", "SystemExit"),
-    "skips_in_forward": (1, "crash", "Skipped"),
-    "segfaults": (1, "crash", "killed by SIGSEGV"),
-    "changes_threads_in_forward": (1, "contract", "changed torch's global state: torch threads"),
-    "rebinds_exit_status": (1, "law", "ULP error"),
+    "exits_in_forward": ("crash", "SystemExit"),
+    "os_exit_in_forward": ("crash", "worker process running the implementation exited with status 0"),
+    "raises_system_exit": ("crash", "SystemExit"),
+    "skips_in_forward": ("crash", "Skipped"),
+    "segfaults": ("crash", "killed by SIGSEGV"),
+    "changes_threads_in_forward": ("contract", "changed torch's global state: torch threads"),
+    "rebinds_exit_status": ("law", "out of bound"),
 }
+COMMANDS = ("check", "compare", "pitfalls")  # every command that runs a subject
 
 
 def _check(tmp_path: Path, module: str, *extra: str) -> tuple[int, dict]:
@@ -38,32 +42,66 @@ def _check(tmp_path: Path, module: str, *extra: str) -> tuple[int, dict]:
     return status, json.loads(report.read_text())
 
 
+def _run(command: str, module: str, tmp_path: Path, monkeypatch: Any, capsys: Any, *extra: str) -> tuple[int, list]:
+    """Run ``command`` on the hostile module → (exit status, its failed law records as (cause, message))."""
+    path = str(HOSTILE / f"{module}.py")
+    if command == "check":
+        status, doc = _check(tmp_path, module, *extra)
+        records = doc["results"]
+    elif command == "compare":  # beside the reference: the failure must be the hostile module's alone
+        status = main(["compare", "nanolm_core", path, *ONE_LAW, "--workers", "1", "--out", str(tmp_path), *extra])
+        doc = json.loads((tmp_path / "results.json").read_text())
+        assert {r["status"] for r in doc["results"]["nanolm_core"]} == {"passed"}
+        failures = (tmp_path / "report.md").read_text().partition("## Failures and expected failures")[2]
+        assert f"**{path}**" in failures and "**nanolm_core**" not in failures and (tmp_path / "index.html").exists()
+        records = doc["results"][path]
+    else:  # pitfalls: the module as a catalogue entry its law must catch; the verdict and the message, as printed
+        law = (
+            "SwiGLU.swiglu_matches_golden"
+            if "class SwiGLU" in Path(path).read_text()
+            else "RMSNorm.rmsnorm_matches_golden"
+        )
+        monkeypatch.setitem(PITFALLS, module, Pitfall(path, law, "fp32", "test-only", "-"))
+        status = main(["pitfalls", module, "--profile", "ci", "--workers", "1", *extra])
+        out = capsys.readouterr().out
+        print(out)  # for the caller's capsys
+        text = " ".join(out.split())
+        caught = re.search(r"✔ CAUGHT|returned failed \(cause (\w+)\)", text)
+        return status, [("law" if caught[0].startswith("✔") else caught[1], text)] if caught else []
+    return status, [(r["cause"], r["message"]) for r in records if r["status"] == "failed"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("module", sorted(CASES))
-def test_a_hostile_forward_ends_in_a_failed_result_with_its_cause(module, tmp_path, capsys):
-    want_status, want_cause, fragment = CASES[module]
-    status, doc = _check(tmp_path, module)
+def test_a_hostile_forward_ends_in_a_failed_result_with_its_cause(command, module, tmp_path, monkeypatch, capsys):
+    want_cause, fragment = CASES[module]
+    status, failed = _run(command, module, tmp_path, monkeypatch, capsys)
     out = capsys.readouterr().out
-    assert status == want_status, out
-    [failed] = [r for r in doc["results"] if r["status"] == "failed"]
-    assert failed["cause"] == want_cause, failed["message"]
-    assert fragment in failed["message"].splitlines()[0] or fragment in failed["message"], failed["message"]
-    assert "\nlaw " in out and "FAIL" in out  # the table was printed
+    [(cause, message)] = failed
+    assert cause == want_cause and fragment in message, message
+    if command == "pitfalls":  # caught only by the law's own assertion: a crash or contract failure is a miss
+        assert status == (0 if cause == "law" else 1), out
+    else:
+        assert status == 1, out
+        assert ("\nlaw " in out and "FAIL" in out) if command == "check" else ("wrote " in out)  # the table, the files
 
 
-def test_a_hanging_forward_is_a_timeout_within_the_limit(tmp_path, capsys):
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_hanging_forward_is_a_timeout_within_the_limit(command, tmp_path, monkeypatch, capsys):
     start = time.perf_counter()
-    status, doc = _check(tmp_path, "hangs", "--timeout", "3")
+    status, failed = _run(command, "hangs", tmp_path, monkeypatch, capsys, "--timeout", "3")
     assert time.perf_counter() - start < 60
     assert status == 1
-    [failed] = [r for r in doc["results"] if r["status"] == "failed"]
-    assert failed["cause"] == "timeout" and failed["message"].startswith("no verdict within 3 s")
+    [(cause, message)] = failed
+    assert cause == "timeout" and "no verdict within 3 s (the per-law time limit" in message
 
 
-def test_a_runaway_allocation_is_a_crash_not_the_machine_s_oom(tmp_path, capsys):
-    status, doc = _check(tmp_path, "allocates_forever", "--memory-limit", "4")
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_runaway_allocation_is_a_crash_not_the_machine_s_oom(command, tmp_path, monkeypatch, capsys):
+    status, failed = _run(command, "allocates_forever", tmp_path, monkeypatch, capsys, "--memory-limit", "4")
     assert status == 1
-    [failed] = [r for r in doc["results"] if r["status"] == "failed"]
-    assert failed["cause"] == "crash" and "memory" in failed["message"].lower(), failed["message"]
+    [(cause, message)] = failed
+    assert cause == "crash" and "memory" in message.lower(), message
 
 
 @pytest.mark.parametrize(
@@ -118,16 +156,16 @@ def test_nothing_is_written_to_the_working_directory(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- every command
 
-COMMANDS = {  # command → argv running the laws of one hostile module (module path as {m})
+USER_COMMANDS = {  # the commands that take the implementation from the user: argv (module path as {m})
     "check": ["check", "{m}", *ONE_LAW],
     "compare": ["compare", "nanolm_core", "{m}", *ONE_LAW, "--workers", "1", "--out", "{out}"],
 }
 
 
-@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("command", sorted(USER_COMMANDS))
 @pytest.mark.parametrize("module", ["exits_at_import", "os_exit_at_import"])
 def test_a_module_exiting_at_import_is_one_line_usage_error_in_every_command(command, module, tmp_path, capsys):
-    argv = [a.format(m=HOSTILE / f"{module}.py", out=tmp_path / "out") for a in COMMANDS[command]]
+    argv = [a.format(m=HOSTILE / f"{module}.py", out=tmp_path / "out") for a in USER_COMMANDS[command]]
     assert main(argv) == 2
     out, err = capsys.readouterr()
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
@@ -136,7 +174,7 @@ def test_a_module_exiting_at_import_is_one_line_usage_error_in_every_command(com
 
 
 def test_compare_writes_its_report_with_the_crash_attributed_to_the_module_that_exited(tmp_path, capsys):
-    argv = [a.format(m=HOSTILE / "os_exit_in_forward.py", out=tmp_path / "out") for a in COMMANDS["compare"]]
+    argv = [a.format(m=HOSTILE / "os_exit_in_forward.py", out=tmp_path / "out") for a in USER_COMMANDS["compare"]]
     assert main(argv) == 1
     doc = json.loads((tmp_path / "out" / "results.json").read_text())
     reference, hostile = doc["results"].values()
@@ -146,3 +184,10 @@ def test_compare_writes_its_report_with_the_crash_attributed_to_the_module_that_
     assert "exited with status 0" in crashed[0]["message"]
     assert "**CRASH**" in (tmp_path / "out" / "report.md").read_text()
     assert "CRASH" in (tmp_path / "out" / "index.html").read_text()
+
+
+@pytest.mark.parametrize("module", ["exits_at_import", "os_exit_at_import"])
+def test_a_catalogue_entry_exiting_at_import_is_a_miss_not_the_end(module, tmp_path, monkeypatch, capsys):
+    status, failed = _run("pitfalls", module, tmp_path, monkeypatch, capsys)
+    assert status == 1 and [cause for cause, _ in failed] == ["crash"]
+    assert "NOT CAUGHT" in capsys.readouterr().out and "Summary" in failed[0][1]

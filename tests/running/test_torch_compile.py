@@ -20,7 +20,7 @@ from properties.adapters import torch_compile
 from properties.entry.cli import main
 from properties.numerics import bounds, ulp
 from properties.running.loading import load
-from tests.numerics.test_reduction_orders import adversarial_rows
+from tests.common.cases import adversarial_rows
 
 EPS = 1e-6
 

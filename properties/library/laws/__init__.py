@@ -8,6 +8,7 @@ from properties.library.laws import (  # noqa: F401
     layout,
     lifecycle,
     module,
+    paths,
     rmsnorm,
     sequence,
     stored,

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import golden
 import nanolm_core
+from properties.library import protocols
 from properties.library import strategies as S
 from properties.library.assertions import (
     as_f64,
@@ -45,6 +46,8 @@ ZEROED = ("attn.wo.weight", "ffn.w_down.weight")
 @law("Block", cost=2)
 @given(data=st.data())
 @example(data=S.BLOCK_PINS["GQA H=4 G=2"])
+@S.pinned(S.LOGIT_PINS)
+@protocols.honoured(protocols.FORWARD, pin=S.PROTOCOL_PINS["Block"])
 def block_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """|out − golden| ≤ bounds.block elementwise for the pre-norm block (GQA with G = 1, G = H and 1 < G < H)."""
     c = data.draw(S.block_cases(dtype, max_dim=32, max_tokens=4), label="case")
@@ -88,6 +91,8 @@ def _reference(
 
 @law("Block", cost=2)
 @given(data=st.data())
+@example(data=S.BACKWARD_PINS[f"T={S.BACKWARD_T}"])
+@protocols.honoured(protocols.GRADIENT, pin=S.PROTOCOL_PINS["Block"])
 def block_jacobian_is_identity_plus_branch(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """vᵀ∂out/∂x = vᵀ(I + J_branch) matches the fp64 derivative within 2·(reference error) + 8(D+F+T)·u·‖vᵀJ‖∞."""
     c = data.draw(S.block_cases(dtype, max_dim=32, max_tokens=4), label="case")
@@ -303,6 +308,7 @@ def _param_grads(module: torch.nn.Module, x: torch.Tensor, v: torch.Tensor, name
 @law("Block", cost=4)
 @given(data=st.data())
 @example(data=GRAD_PINS["GQA H=4 G=2, 80 rows"])
+@protocols.honoured(protocols.GRADIENT)
 def block_parameter_gradients_match_fp64(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """On B·T = 80 rows, dx and the gradient of every weight (norms, W_q, W_k, W_v, W_o, W_gate, W_up, W_down)
     match the fp64 derivative of the reference within bounds.block_vjp with T := B·T, the rows each weight

@@ -1,7 +1,8 @@
 """The documented domain limit of RMSNorm: rows whose sum of squares overflows the compute dtype.
 
 y = x/√(mean(x²)+ε)·γ is finite and of order |γ| for every finite x, but every accepted way of computing it
-forms Σx² (or mean(x²)) in the compute dtype c — fp32 for fp16/bf16/fp32 input, fp64 for fp64 — and that sum
+forms Σx² (or mean(x²)) in the compute dtype c — fp32 for fp16/bf16/fp32 input, fp64 for fp64, or the one the
+implementation declares (``bounds.compute_dtype``, the one policy) — and that sum
 overflows once Σx²·(1 + D·u_c) > max_c: for a row of equal entries, |x| > √(max_c/D) ≈ 1.8·10¹⁹/√D in
 fp32/bf16 and 1.3·10¹⁵⁴/√D in fp64. Beyond it torch's own ``F.rms_norm`` returns 0 (a row of 1e20 in fp32);
 a kernel that pre-scales the row by its max would be exact. Neither is wrong: the row is outside the domain
@@ -16,6 +17,7 @@ rows at the top of fp16's range (|x| up to 65504, x² far past fp16's range) mus
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -39,15 +41,15 @@ Data = st.DataObject
 BELOW, BEYOND = (-1, -8), (1, 8)  # log2 of Σx² / threshold: inside the domain, outside it
 
 
-def compute_dtype(dtype: DType) -> DType:
-    """The compute dtype c of the contract's numerics policy: fp64 for fp64, fp32 otherwise."""
-    return torch.float64 if dtype == torch.float64 else torch.float32
-
-
 def threshold(D: int, dtype: DType) -> float:
-    """The largest Σx² inside the domain: max_c / (1 + D·u_c) (``bounds.rmsnorm``'s overflow criterion)."""
-    c = fmt(compute_dtype(dtype))
-    return c.max / (1 + D * c.u)
+    """The largest Σx² inside the domain: ``bounds.rmsnorm``'s own overflow criterion, in the compute dtype the
+    implementation declares (else the contract's: fp32, fp64 for fp64)."""
+    return bounds.sum_of_squares_limit(D, bounds.compute_dtype(dtype))
+
+
+def reachable(D: int, dtype: DType) -> bool:
+    """Can a row of D finite values of ``dtype`` reach the threshold? Not fp16's in fp32 (65504²·D ≪ max_fp32)."""
+    return math.sqrt(D) * fmt(dtype).max > math.sqrt(threshold(D, dtype))
 
 
 class DomainCase(NamedTuple):
@@ -62,8 +64,8 @@ class DomainCase(NamedTuple):
 
 def _scaled(rows: np.ndarray, ks: list[int], dtype: DType) -> np.ndarray:
     D = rows.shape[-1]
-    if dtype == torch.float16:  # the top of fp16's range: max |x| = 65504·2^-k/8 for k ∈ 1…8
-        return rows / np.abs(rows).max(axis=-1, keepdims=True) * 65504.0 * 2.0 ** (-np.abs(ks)[:, None] / 8)
+    if not reachable(D, dtype):  # fp16: the top of its range, max |x| = 65504·2^-k/8 for k ∈ 1…8
+        return rows / np.abs(rows).max(axis=-1, keepdims=True) * fmt(dtype).max * 2.0 ** (-np.abs(ks)[:, None] / 8)
     root = np.sqrt(threshold(D, dtype)) * 2.0 ** (np.array(ks, dtype=np.float64)[:, None] / 2)  # √ first: fp64
     return rows * (root / np.sqrt((rows**2).sum(axis=-1, keepdims=True)))
 
@@ -77,7 +79,7 @@ def domain_cases(draw: st.DrawFn, dtype: DType) -> DomainCase:
     rows = rng.standard_normal((len(ks), D)) + 0.5
     if draw(st.booleans(), label="constant rows?"):
         rows = np.ones_like(rows)
-    ks = [-abs(k) for k in ks] if dtype == torch.float16 else list(ks)  # fp16: every row inside the domain
+    ks = list(ks) if reachable(D, dtype) else [-abs(k) for k in ks]  # fp16: every row inside the domain
     x = torch.from_numpy(_scaled(rows, ks, dtype)).to(dtype)
     g = draw(S.gammas(D, dtype), label="gamma")
     return DomainCase(S.RMSNormCase(x, g.weight, 1e-6, ("large",) * len(ks), g.kind), tuple(ks))
@@ -85,7 +87,8 @@ def domain_cases(draw: st.DrawFn, dtype: DType) -> DomainCase:
 
 def _pinned(dtype: DType) -> DomainCase:
     """Rows of 1e20 (fp32: F.rms_norm returns 0) next to rows just inside the threshold, D = 64."""
-    D, ks = 64, [-1, -8, -3, -4] if dtype == torch.float16 else [-1, -8, 1, 8]
+    D = 64
+    ks = [-1, -8, 1, 8] if reachable(D, dtype) else [-1, -8, -3, -4]
     x = _scaled(np.ones((len(ks), D)), ks, dtype)
     if dtype in (torch.float32, torch.bfloat16):
         x = np.vstack([x, np.full((1, D), 1e20)])
@@ -142,5 +145,5 @@ def rmsnorm_is_exact_up_to_the_overflow_threshold(impl: Implementation, dtype: D
     exact = golden.rmsnorm(c.x, c.weight, c.eps)
     b, outside = _judged_rows(dc, dtype)
     assert_matches_golden(y, exact, b, what="y up to the overflow threshold", record=False)
-    hi = np.asarray(exact.hi) + np.asarray(exact.lo)
-    _tally(outside, as_f64(y).reshape(len(outside), -1), hi.reshape(len(outside), -1), fmt(compute_dtype(dtype)).u)
+    rows = len(outside), -1
+    _tally(outside, as_f64(y).reshape(rows), exact.float64().reshape(rows), fmt(bounds.compute_dtype(dtype)).u)

@@ -13,6 +13,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import golden
+from properties.library import protocols
 from properties.library import strategies as S
 from properties.library.assertions import (
     as_f64,
@@ -84,6 +85,7 @@ def _grads(impl: Implementation, gc: S.GradCase, dtype: DType, device: str) -> t
 @example(data=PINS["one huge outlier"])
 @example(data=PINS["eps-dominated"])
 @example(data=PINS["subnormal row"])
+@protocols.honoured(protocols.FORWARD, pin=S.PROTOCOL_PINS["RMSNorm"])
 def rmsnorm_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """|y − golden| ≤ bounds.rmsnorm elementwise: y = x/√(mean(x²)+eps)⊙γ in every row regime (ULP error measured)."""
     case = data.draw(S.rmsnorm_cases(dtype), label="case")
@@ -264,6 +266,7 @@ def rmsnorm_bf16_drift_from_fp32_is_bounded(impl: Implementation, dtype: DType, 
 @law("RMSNorm", cost=2)
 @given(data=st.data())
 @example(data=S.GRAD_PINS["RMSNorm, 160 rows"])
+@protocols.honoured(protocols.GRADIENT, pin=S.PROTOCOL_PINS["RMSNorm gradients"])
 def rmsnorm_gradients_match_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """The backward pass (dx and dγ for a random cotangent) matches golden.rmsnorm_vjp within a derived bound
     (dγ sums over every row: pinned at 160 rows, 2½ blocks of 64)."""

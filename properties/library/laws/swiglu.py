@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import golden
 from golden import dd
+from properties.library import protocols
 from properties.library import strategies as S
 from properties.library.assertions import (
     as_f64,
@@ -73,6 +74,7 @@ def _grads(impl: Implementation, gc: S.GradCase, dtype: DType, device: str) -> l
 @given(data=st.data())
 @example(data=PINS["zero token"])
 @example(data=PINS["large negative gate"])
+@protocols.honoured(protocols.FORWARD, pin=S.PROTOCOL_PINS["SwiGLU"])
 def swiglu_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """|y − golden| ≤ bounds.swiglu elementwise for y = W_down(silu(W_gate x) ⊙ W_up x) (ULP error measured)."""
     c = data.draw(S.swiglu_cases(dtype), label="case")
@@ -91,15 +93,8 @@ def swiglu_maps_zero_to_zero(impl: Implementation, dtype: DType, device: str, da
     assert_bitwise_equal(y, torch.zeros_like(c.x), what="SwiGLU(0)")
 
 
-class _G:
-    """A double-double golden (hi, lo), as golden.Golden."""
-
-    def __init__(self, hi: np.ndarray, lo: np.ndarray) -> None:
-        self.hi, self.lo = hi, lo
-
-
 @functools.lru_cache(maxsize=4)
-def _silu_gate_golden(dtype: torch.dtype) -> tuple[torch.Tensor, _G, bounds.Bound]:
+def _silu_gate_golden(dtype: torch.dtype) -> tuple[torch.Tensor, dd.DD, bounds.Bound]:
     """All finite values of a 16-bit dtype as an (N, 1) tensor, golden silu(x)·x and its bound.
 
     D = F = 1: one value per token, so an overflowing product (inf) cannot meet a zero weight (0·inf = NaN).
@@ -107,7 +102,7 @@ def _silu_gate_golden(dtype: torch.dtype) -> tuple[torch.Tensor, _G, bounds.Boun
     x = S.all_finite_values(dtype).reshape(-1, 1)
     s = golden.silu(x)
     prod = dd.mul_d(dd.DD(np.asarray(s.hi), np.asarray(s.lo)), as_f64(x))
-    return x, _G(np.asarray(prod.hi), np.asarray(prod.lo)), bounds.silu_gate(x, dtype)
+    return x, dd.DD(np.asarray(prod.hi), np.asarray(prod.lo)), bounds.silu_gate(x, dtype)
 
 
 @law("SwiGLU", dtypes=(torch.bfloat16, torch.float16))
@@ -223,6 +218,7 @@ def swiglu_bf16_drift_from_fp32_is_bounded(impl: Implementation, dtype: DType, d
 @law("SwiGLU", cost=2)
 @given(data=st.data())
 @example(data=S.GRAD_PINS["SwiGLU, 160 rows"])
+@protocols.honoured(protocols.GRADIENT, pin=S.PROTOCOL_PINS["SwiGLU gradients"])
 def swiglu_gradients_match_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """The backward pass (dx, dW_gate, dW_up, dW_down for a random cotangent) matches golden.swiglu_vjp within a
     running-error bound (the dW sum over every row: pinned at 160 rows, 2½ blocks of 64)."""

@@ -8,8 +8,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from exercises.modules import RMSNorm, SwiGLU, todo  # noqa: F401 (RMSNorm, SwiGLU: yours to use)
 from nanolm_core import Attention, ModelConfig
+
+from .modules import RMSNorm, SwiGLU, todo  # noqa: F401 (RMSNorm, SwiGLU: yours to use)
 
 __all__ = ["Block"]
 
@@ -36,12 +37,12 @@ class Block(nn.Module):
             todo(
                 "Block.__init__",
                 "attn_norm, ffn_norm = RMSNorm(D, config.norm_eps); ffn = SwiGLU(D, config.ffn_dim)",
-                "exercises/model.py",
+                "exercises_en/model.py",
             )
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # TODO: two lines, in residual form.
         raise NotImplementedError(
-            todo("Block.forward", "h = x + attn(attn_norm(x)); out = h + ffn(ffn_norm(h))", "exercises/model.py")
+            todo("Block.forward", "h = x + attn(attn_norm(x)); out = h + ffn(ffn_norm(h))", "exercises_en/model.py")
         )

@@ -36,7 +36,7 @@ class RMSNorm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # TODO: about 4 lines. Compute in fp32 (fp64 for fp64 input), return x's dtype.
         raise NotImplementedError(
-            todo("RMSNorm.forward", "y = x / sqrt(mean(x², dim=-1) + eps) * weight", "exercises/modules.py")
+            todo("RMSNorm.forward", "y = x / sqrt(mean(x², dim=-1) + eps) * weight", "exercises_en/modules.py")
         )
 
 
@@ -60,5 +60,5 @@ class SwiGLU(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # TODO: one expression.
         raise NotImplementedError(
-            todo("SwiGLU.forward", "y = w_down(silu(w_gate(x)) * w_up(x))", "exercises/modules.py")
+            todo("SwiGLU.forward", "y = w_down(silu(w_gate(x)) * w_up(x))", "exercises_en/modules.py")
         )

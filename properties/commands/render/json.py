@@ -1,0 +1,138 @@
+"""JSON: the versioned reports of ``check`` (``--json``) and ``compare`` (``results.json``), and their JSON Schemas
+shipped in the package (``properties/schemas/``). A compare report reads back (``compare_from_json``) to be
+rendered again without re-running the laws."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import signal
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from properties import __version__
+from properties.commands.results import Cell, counts, library_versions
+from properties.running import findings, profiles
+from properties.running.session import Run, SubjectInfo
+
+__all__ = ["CHECK_SCHEMA", "COMPARE_SCHEMA", "check_report", "compare_from_json", "compare_report", "schema", "write"]
+
+CHECK_SCHEMA = "nanolm-verify/check-report/2"
+COMPARE_SCHEMA = "nanolm-verify/compare-report/2"
+_SCHEMA_FILES = {CHECK_SCHEMA: "check-report.schema.json", COMPARE_SCHEMA: "compare-report.schema.json"}
+
+
+def schema(doc_schema: str) -> dict[str, Any]:
+    """The shipped JSON Schema (a dict) of the report kind ``doc_schema`` (CHECK_SCHEMA or COMPARE_SCHEMA)."""
+    if doc_schema not in _SCHEMA_FILES:
+        raise ValueError(f"unknown report schema {doc_schema!r}; known: {', '.join(_SCHEMA_FILES)}")
+    name = _SCHEMA_FILES[doc_schema]
+    return json.loads(resources.files("properties").joinpath("schemas", name).read_text(encoding="utf-8"))
+
+
+def _interruption(signum: int | None) -> dict[str, Any]:
+    return {"interrupted": bool(signum), "interrupted_by": signal.Signals(signum).name if signum else None}
+
+
+def _device_name(device: str) -> str:
+    if device == "cuda" and torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    return platform.processor() or platform.machine()
+
+
+def check_report(run: Run, info: SubjectInfo, *, threads: int = 1) -> dict[str, Any]:
+    """The versioned JSON report of a ``check`` run (key ``schema``; its JSON Schema:
+    ``properties/schemas/check-report.schema.json``); ``threads``: torch's threads in each worker."""
+    prof, results, devices = profiles.get(run.selection.profile), run.results, list(run.selection.devices)
+    n = counts(results)
+    return {
+        "schema": CHECK_SCHEMA,
+        "suite": {"name": "nanolm-verify", "version": __version__},
+        "implementation": {
+            "spec": info.spec,
+            "module": info.module,
+            "file": info.file,
+            "provided": list(info.provided),
+            "skip_reason": info.skip_reason,
+            "conventions": info.conventions,
+            "import_effects": list(info.import_effects),
+            "declarations": [d.to_json() for d in findings.subject_declarations(results, info)],
+        },
+        "platform": {
+            "python": platform.python_version(),
+            "os": platform.platform(),
+            "machine": platform.machine(),
+            "libraries": library_versions(),
+        },
+        "target": {
+            "devices": devices,
+            "device_names": {d: _device_name(d) for d in devices},
+            "cuda_available": torch.cuda.is_available(),
+            "torch_threads": threads,
+        },
+        "profile": {
+            "name": prof.name,
+            "max_examples": prof.max_examples,
+            "derandomize": prof.derandomize,
+            "slow_tier": prof.slow,
+        },
+        "seed": run.selection.seed,
+        **_interruption(run.interrupted),
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "duration": round(run.duration, 3),
+        "summary": {
+            "passed": n["passed"],
+            "failed": n["failed"],
+            "skipped": n["skipped"],
+            "errors": n["error"],
+            "xfailed": n["xfailed"],
+            "xpassed": n["xpassed"],
+            "total": len(results),
+            "planned": run.planned,
+        },
+        "results": [r.to_json() for r in results],
+    }
+
+
+def compare_report(report: dict[str, Any]) -> dict[str, Any]:
+    """A comparison (``results.compare``) as its JSON report (COMPARE_SCHEMA)."""
+    return {
+        "schema": COMPARE_SCHEMA,
+        "meta": report["meta"],
+        **_interruption(report.get("interrupted")),
+        "impls": report["impls"],
+        "cells": [dataclasses.asdict(c) | {"accuracy_class": c.accuracy} for c in report["cells"]],
+        "results": report["results"],
+    }
+
+
+def compare_from_json(data: dict[str, Any]) -> dict[str, Any]:
+    """A comparison back from its results.json: re-render without re-running the laws."""
+    names = {f.name for f in dataclasses.fields(Cell)}
+    cells = [Cell(**{k: v for k, v in c.items() if k in names}) for c in data["cells"]]
+    for cell in cells:
+        cell.problems = [tuple(p) for p in cell.problems]
+    interrupted = data.get("interrupted_by")
+    return {
+        "impls": data["impls"],
+        "cells": cells,
+        "results": data["results"],
+        "meta": data["meta"],
+        "interrupted": int(signal.Signals[interrupted]) if interrupted else None,
+        "unavailable": {},
+    }
+
+
+def write(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
+    """``doc`` as indented UTF-8 JSON at ``path`` (its folder created)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(json.loads(json.dumps(doc, default=str)), indent=1, ensure_ascii=False)
+    path.write_text(text + "\n", encoding="utf-8")
+    return path

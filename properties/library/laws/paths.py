@@ -1,0 +1,103 @@
+"""Laws at the sizes where kernels switch code path: row counts past a launch grid's 65,535 programs (and past
+65,535 programs of k rows), many narrow rows (several rows per program), widths one past a power of two (a
+one-element tail block) or not a power of two, batch × heads past 65,535 attention programs, head dims and FFN
+widths of 2^k + 1 or 2^k + 2.
+
+The drawn cases never reach these sizes: a few rows, D ≤ 769. Each law enumerates the cases of
+``strategies.PATHS`` for its component, runs the implementation on every row — forward, and the backward for a
+random cotangent where the input gradient is per row — and judges a sample of the rows (``strategies.
+sampled_rows``: the first and the last, both sides of every power-of-two boundary, random ones) against golden
+within the component's derived bound. The oracle is per row: golden and the bound are evaluated on the sampled
+rows only, so 131,075 rows cost what a drawn case costs. (A weight gradient sums over every row: its row blocks
+are judged by the gradient laws' pinned many-row cases.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+import golden
+from properties.library import strategies as S
+from properties.library.assertions import assert_matches_golden
+from properties.library.context import count_examples, describe
+from properties.library.harness import backward, block_forward, build_rmsnorm, build_swiglu, call
+from properties.library.subject import Implementation
+from properties.library.table import law
+from properties.numerics import bounds
+
+DType = torch.dtype
+NAMES = ("w_gate.weight", "w_up.weight", "w_down.weight")
+
+
+def _cases(component: str, dtype: DType):
+    for build in S.PATHS[component].values():
+        case = build(dtype)
+        describe(**case.describe())
+        count_examples(1)
+        yield case
+
+
+def _rows(t: torch.Tensor, idx: np.ndarray) -> torch.Tensor:
+    return t.reshape(-1, t.shape[-1])[torch.from_numpy(idx)]
+
+
+def _forward_and_dx(module: torch.nn.Module, x: torch.Tensor, g: torch.Tensor, component: str, device: str):
+    """y = module(x) (no_grad: the inference path) and dx for cotangent g (a recording call and its backward)."""
+    y = call(module, x.to(device), component=component)
+    xd = x.to(device).requires_grad_(True)
+    (dx,) = backward(call(module, xd, component=component, grad=True), g.to(device), [xd], component=component)
+    return y, dx
+
+
+@law("RMSNorm", cost=4)
+def rmsnorm_matches_golden_at_code_path_sizes(impl: Implementation, dtype: DType, device: str) -> None:
+    """On 2^16 + 1 rows (D = 8), 2^17 + 3 rows (D = 4), 4,099 rows of D = 64 and 256, and a few rows of D = 513,
+    4097 (2^k + 1), 1536 and 2047, y and dx (random cotangent) match golden within bounds.rmsnorm(_vjp) on the
+    first, last, every power-of-two-boundary and random rows."""
+    for c in _cases("RMSNorm", dtype):
+        w = c.params["weight"]
+        g = S.cotangent(tuple(c.x.shape), dtype, c.x.shape[0])
+        y, dx = _forward_and_dx(build_rmsnorm(impl, w, c.eps, dtype, device), c.x, g, "RMSNorm", device)
+        idx = S.sampled_rows(c.x.shape[0], c.x.shape[-1])
+        xs, gs = _rows(c.x, idx), _rows(g, idx)
+        what = f"[{c.name}] rows {idx.tolist()}"
+        assert_matches_golden(
+            _rows(y, idx), golden.rmsnorm(xs, w, c.eps), bounds.rmsnorm(xs, w, c.eps, dtype), what=f"y {what}"
+        )
+        gdx, _ = golden.rmsnorm_vjp(xs, w, c.eps, gs)
+        bdx, _ = bounds.rmsnorm_vjp(xs, w, c.eps, gs, dtype)
+        assert_matches_golden(_rows(dx, idx), gdx, bdx, what=f"dx {what}", record=False)
+
+
+@law("SwiGLU", cost=4)
+def swiglu_matches_golden_at_code_path_sizes(impl: Implementation, dtype: DType, device: str) -> None:
+    """On 2^16 + 1 tokens (D = F = 4), 2^17 + 3 tokens (D = 2, F = 4), 4,099 tokens (D = 32, F = 86) and tokens of
+    D = 129, F = 257 (2^k + 1), y and dx (random cotangent) match golden within bounds.swiglu(_vjp) on the first,
+    last, every power-of-two-boundary and random tokens."""
+    for c in _cases("SwiGLU", dtype):
+        w = [c.params[n] for n in NAMES]
+        g = S.cotangent(tuple(c.x.shape), dtype, c.x.shape[0])
+        y, dx = _forward_and_dx(build_swiglu(impl, c.params, dtype, device), c.x, g, "SwiGLU", device)
+        idx = S.sampled_rows(c.x.shape[0], c.x.shape[-1])
+        xs, gs = _rows(c.x, idx), _rows(g, idx)
+        what = f"[{c.name}] tokens {idx.tolist()}"
+        b = bounds.swiglu(xs, *w, dtype, random_weights=True)
+        assert_matches_golden(_rows(y, idx), golden.swiglu(xs, *w), b, what=f"y {what}")
+        gdx = golden.swiglu_vjp(xs, *w, gs)[0]
+        bdx = bounds.swiglu_vjp(xs, *w, gs, dtype)[0]
+        assert_matches_golden(_rows(dx, idx), gdx, bdx, what=f"dx {what}", record=False)
+
+
+@law("Block", cost=4)
+def block_matches_golden_at_code_path_sizes(impl: Implementation, dtype: DType, device: str) -> None:
+    """With B = 32,769 sequences of T = 2 on H = 2 heads (65,538 attention programs, 65,538 rows), and with head dim
+    K = 34 = 2^5 + 2 and F = 65 = 2^6 + 1, out matches golden within bounds.block on the first, last, every
+    power-of-two-boundary and random sequences."""
+    for c in _cases("Block", dtype):
+        y = block_forward(impl, c.x, c.config, c.params, dtype, device)
+        idx = torch.from_numpy(S.sampled_rows(c.x.shape[0], c.x.shape[1]))
+        xs = c.x[idx]
+        b = bounds.block(xs, c.params, c.config, dtype, random_weights=True)
+        what = f"out [{c.name}] sequences {idx.tolist()}"
+        assert_matches_golden(y[idx.to(y.device)], golden.block(xs, c.params, c.config), b, what=what)
