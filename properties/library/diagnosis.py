@@ -16,7 +16,9 @@ that hypothesis' golden value while the contract's golden value is not met:
     flushed subnormals    flush_subnormals {t: sites}: subnormal inputs read as 0 and/or outputs returned as 0
     RoPE layout           rope_layout "interleaved": W_q, W_k rows permuted; (bug) rotating the other way
     a wrong read          (bug) a square weight read transposed; x read ignoring a stride or its storage offset
-    stale state           (bug) the weights / config of an earlier call of the example
+    stale state           (bug) the weights / config of an earlier call of the example; γ = 1 (the initial weight)
+    one output buffer     (bug) a result returned in the memory of an earlier result still held (``aliases``,
+                          observed by ``context.record_output`` when the call returned)
 
 A match reads "consistent with … : declare `key: value` if that is intended" (a convention) or "looks like …"
 (a bug); when none does: "no known convention matches". Nothing here runs the subject: it works on recorded
@@ -274,6 +276,8 @@ def _weight_offset(v: _View, seen: _Seen) -> Finding | None:
             f"Gemma's 1 + (γ − 1) formed in {fmt(t).name}, the storage dtype, where 1 + w belongs in the compute "
             "dtype (linkedin/Liger-Kernel#1462)"
         )
+    if _explains(v, state={"weight": torch.ones_like(wide)}):
+        return _bug("γ = 1: the gain not applied, or the module's initial weight used instead of the loaded one")
     if _explains(v, state={"weight": wide + 1.0}):
         return _bug(
             "Gemma's (1 + w) applied to the contract's gain γ (the contract's weight is the gain itself; a (1 + w) "
@@ -525,6 +529,12 @@ def diagnose(
     ``conventions``; ``mismatch``: the failed comparison (``context.record_mismatch``). None: nothing to judge."""
     if not calls:
         return None
+    held = [(n, call["aliases"]) for n, call in enumerate(calls, 1) if "aliases" in call]
+    if held:  # observed when the call returned: no re-evaluation needed
+        return _bug(
+            "one output buffer reused across calls: a result came back in the very memory of an earlier result "
+            "that was still held (overwriting it)"
+        )
     c = conventions or Conventions(calls[0].get("component", ""))
     with bounds.declared(c.arithmetic()):
         views = _views(calls, mismatch)

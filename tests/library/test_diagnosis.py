@@ -89,6 +89,22 @@ def test_catalogue_bugs_are_not_dressed_as_conventions(name):
     assert result.diagnosis == diagnosis.NO_MATCH, result.diagnosis
 
 
+@pytest.mark.parametrize(
+    ("name", "looks_like"),
+    [
+        ("gemma_offset_twice", "looks like Gemma's (1 + w) applied to the contract's gain"),
+        ("forgot_gamma", "looks like γ = 1: the gain not applied"),
+        ("rmsnorm_cached_weight_cast", "looks like stale state: the result is right for the same module's weights"),
+        ("rope_class_cache", "looks like stale state: the result is right for another instance's weights"),
+        ("rmsnorm_reused_output_buffer", "looks like one output buffer reused across calls"),
+    ],
+)
+def test_catalogue_bugs_of_a_known_kind_are_named(name, looks_like):
+    p = PITFALLS[name]
+    result = run_law(LAWS[p.law], load(p.module), dtype=p.dtype, profile="ci")
+    assert result.status == "failed" and result.diagnosis.startswith(looks_like), result.diagnosis
+
+
 class LlamaStyle(nanolm_core.RMSNorm):
     """HF Llama's order: x·r in fp32, rounded to the input dtype, then times γ in the input dtype (fp64 here)."""
 
