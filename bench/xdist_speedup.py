@@ -1,7 +1,7 @@
 """Measure the pytest-xdist speedup on the test suite: the same selection serially and with ``-n auto``.
 
     python bench/xdist_speedup.py                  # whole tests/ directory, ci profile
-    python bench/xdist_speedup.py -- tests/test_adapters.py -k rmsnorm
+    python bench/xdist_speedup.py -- tests/adapters/test_adapters.py -k rmsnorm
     python bench/xdist_speedup.py --repeat 3       # best of three runs of each mode
 
 Prints one line per run and the ratio serial / parallel of the best wall-clock times, with the CPU count;

@@ -48,12 +48,14 @@ MAGIC = "nanolm-verify golden corpus"
 FORMAT_VERSION = 1
 DATA_DIR = Path(__file__).parent / "data"
 MANIFEST = "MANIFEST.json"
-FAMILIES = ("rmsnorm", "swiglu", "block")
+FAMILIES = ("rmsnorm", "swiglu", "block", "add_rmsnorm")
 INPUTS = {  # the stored inputs of each family, by name
     "rmsnorm": ("x", "weight"),
     "swiglu": ("x", "w_gate", "w_up", "w_down"),
     "block": ("x", *engine.BLOCK_PARAMS),
+    "add_rmsnorm": ("x", "residual", "weight"),  # golden: y (h = x + r needs none: it is one rounding)
 }
+_EPS_FAMILIES = ("rmsnorm", "add_rmsnorm")  # families whose params hold eps
 DTYPES = tuple(f.long_name for f in FORMATS)  # dtype names in the files: float64, float32, float16, bfloat16
 DIGITS = 34  # significant decimal digits of a golden value: 34·log2(10) ≈ 113 bits
 REGEN_HINT = "regenerate it with `nanolm-verify golden regen --force` (or restore it from git)"
@@ -398,7 +400,7 @@ def _record_problem(family: str, rec: Any) -> str | None:
         return "'golden' needs a 'shape' and a 'decimal' list"
     if len(g["decimal"]) != math.prod(g["shape"]):
         return f"'golden' must hold {math.prod(g['shape'])} decimal strings for shape {g['shape']}"
-    if family == "rmsnorm" and not isinstance(rec["params"].get("eps"), str):
+    if family in _EPS_FAMILIES and not isinstance(rec["params"].get("eps"), str):
         return "params need 'eps' (a hex float)"
     if family == "block" and not isinstance(rec["params"].get("config"), dict):
         return "params need 'config' (the ModelConfig fields)"
@@ -487,8 +489,8 @@ def load_family(family: str, data_dir: Path = DATA_DIR, manifest: dict[str, Any]
 
 
 def cases(family: str, data_dir: Path = DATA_DIR) -> list[Case]:
-    """The stored cases of a family ('rmsnorm', 'swiglu', 'block'), after checking MANIFEST.json and the family
-    file's size and sha256. Cases with recipe inputs decode (and check) their values on first use."""
+    """The stored cases of a family (``FAMILIES``), after checking MANIFEST.json and the family file's size and
+    sha256. Cases with recipe inputs decode (and check) their values on first use."""
     return load_family(family, data_dir)[1]
 
 
@@ -508,6 +510,8 @@ def golden_of(family: str, tensors: Mapping[str, torch.Tensor], params: Mapping[
         return engine.swiglu(t["x"], t["w_gate"], t["w_up"], t["w_down"], **opts)
     if family == "block":
         return engine.block(t["x"], {k: t[k] for k in engine.BLOCK_PARAMS}, ModelConfig(**params["config"]), **opts)
+    if family == "add_rmsnorm":
+        return engine.add_rmsnorm(t["x"], t["residual"], t["weight"], params["eps"], **opts)[0]
     raise ValueError(f"unknown corpus family {family!r}; expected one of {', '.join(FAMILIES)}")
 
 

@@ -175,3 +175,19 @@ def swiglu_vjp(ctx: Any, X: Arr, Wg: Arr, Wu: Arr, Wd: Arr, Gy: Arr) -> tuple[tu
     dx_gate, s_gate = linear(ctx, Wg.T, dg)
     dx_up, s_up = linear(ctx, Wu.T, du)
     return (dx_gate + dx_up, s_gate + s_up), _outer(dg, X), _outer(du, X), _outer(Gy, h)
+
+
+# ------------------------------------------------------------------------------------------ AddRMSNorm
+def add_rmsnorm(ctx: Any, X: Arr, R: Arr, w: Arr, eps: float) -> tuple[Arr, Arr]:
+    """The residual add and the next pre-norm (vLLM's ``fused_add_rms_norm``) of each row: h = x + r and
+    y = RMSNorm(h) = h / √(Σh²/D + ε) ⊙ w — the norm of the exact sum. → (y, h)."""
+    H = X + R
+    return rmsnorm(ctx, H, w, eps), H
+
+
+def add_rmsnorm_vjp(ctx: Any, X: Arr, R: Arr, w: Arr, eps: float, Gy: Arr, Gh: Arr) -> tuple[tuple[Arr, Arr], ...]:
+    """VJP of (y, h) = (RMSNorm(x + r), x + r) for upstream gradients (g_y, g_h): x and r receive the same gradient
+    d = dx_RMSNorm(h; g_y) + g_h, and dw = dw_RMSNorm(h; g_y) (:func:`rmsnorm_vjp` at h).
+    → ((d, scale), (dw, scale))."""
+    (dX, sX), dw = rmsnorm_vjp(ctx, X + R, w, eps, Gy)
+    return (dX + Gh, sX + abs(Gh)), dw

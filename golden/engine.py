@@ -48,6 +48,8 @@ __all__ = [
     "GoldenError",
     "GoldenPrecisionError",
     "GoldenTimeoutError",
+    "add_rmsnorm",
+    "add_rmsnorm_vjp",
     "attention",
     "block",
     "layernorm",
@@ -275,3 +277,74 @@ def swiglu_vjp(
         fast.in_range(X, Wg, Wu, Wd, Gy),
     )
     return dx, dwg, dwu, dwd
+
+
+# ------------------------------------------------------------------------------------------ AddRMSNorm
+def _read_pair(x: Any, residual: Any, weight: Any, name: str, rows: Any = None) -> Inputs:
+    """The exact x, residual (the ``rows`` of each, if given) and weight, their shapes checked."""
+    if rows is not None:
+        x, residual = select_rows(x, rows, name), select_rows(residual, rows, name)
+    inputs = _read(x=x, residual=residual, weight=weight)
+    X, R, w = inputs
+    if R.shape != X.shape:
+        raise ValueError(f"golden.{name}: residual shape {R.shape} != x shape {X.shape}")
+    check_last(X, w, name, "weight")
+    return inputs
+
+
+def add_rmsnorm(
+    x: Any, residual: Any, weight: Any, eps: float, *, rows: Any = None, **opts: Any
+) -> tuple[Golden, Golden]:
+    """Golden AddRMSNorm: (y, h) with h = x + r and y = h / √(mean(h², −1) + ε) ⊙ w of that exact sum (x, r (..., D)
+    of one shape, w (D,), ε a float; ``rows`` as for :func:`rmsnorm`). ``h.rounded(dtype)`` is the sum correctly
+    rounded to dtype."""
+    o = Opts(**opts)
+    inputs = _read_pair(x, residual, weight, "add_rmsnorm", rows)
+    X, R, w = inputs
+    eps = scalar(eps, "eps")
+    if not inputs.finite:
+        with np.errstate(all="ignore"):
+            H = X.astype(np.float64) + R.astype(np.float64)
+            Y = H / np.sqrt(np.mean(H**2, -1, keepdims=True) + eps) * w
+        return nonfinite("add_rmsnorm.y", Y), nonfinite("add_rmsnorm.h", H)
+    y, h = evaluate(
+        "add_rmsnorm",
+        ["add_rmsnorm.y", "add_rmsnorm.h"],
+        o,
+        (X, R, w),
+        [X.shape, X.shape],
+        lambda stats, dl: fast.add_rmsnorm(X, R, w, eps, o, stats, dl),
+        lambda ctx, X, R, w: [(v, None) for v in definitions.add_rmsnorm(ctx, X, R, w, eps)],
+        fast.in_range(X, R, w),
+    )
+    return y, h
+
+
+def add_rmsnorm_vjp(
+    x: Any, residual: Any, weight: Any, eps: float, grad_y: Any, grad_h: Any, **opts: Any
+) -> tuple[Golden, Golden]:
+    """Golden AddRMSNorm vector–Jacobian product for upstream gradients g_y (of y) and g_h (of h): x and the residual
+    receive one gradient, d = r·(w ⊙ g_y) − (r³/D)·h·Σ_j(g_y,j w_j h_j) + g_h at the exact sum h = x + r, and
+    dw = Σ_rows g_y ⊙ h · r. → (d, dw)."""
+    o = Opts(**opts)
+    inputs = _read_pair(x, residual, weight, "add_rmsnorm_vjp")
+    X, R, w = inputs
+    cotangents = _read(grad_y=grad_y, grad_h=grad_h)
+    Gy, Gh = cotangents
+    eps = scalar(eps, "eps")
+    check_same_shape(Gy, X, "add_rmsnorm_vjp")
+    check_same_shape(Gh, X, "add_rmsnorm_vjp")
+    if not (inputs.finite and cotangents.finite):
+        nan = np.full(X.shape, np.nan)
+        return nonfinite("add_rmsnorm_vjp.d", nan), nonfinite("add_rmsnorm_vjp.dw", np.full(w.shape, np.nan))
+    d, dw = evaluate(
+        "add_rmsnorm_vjp",
+        ["add_rmsnorm_vjp.d", "add_rmsnorm_vjp.dw"],
+        o,
+        (X, R, w, Gy, Gh),
+        [X.shape, w.shape],
+        lambda stats, dl: fast.add_rmsnorm_vjp(X, R, w, eps, Gy, Gh, o, stats, dl),
+        lambda ctx, X, R, w, Gy, Gh: definitions.add_rmsnorm_vjp(ctx, X, R, w, eps, Gy, Gh),
+        fast.in_range(X, R, w, Gy, Gh),
+    )
+    return d, dw

@@ -603,3 +603,45 @@ def swiglu_vjp(
         _matvec(np.ascontiguousarray(Wu.T), du, False, tol, stats, dl),
     )
     return dx, _outer_sum(dg, x64, tol, stats), _outer_sum(du, x64, tol, stats), dWd
+
+
+# ------------------------------------------------------------------------------------------ AddRMSNorm
+def _exact_sum(X: np.ndarray, R: np.ndarray) -> DD:
+    """h = x + r exactly: TwoSum of the float64 values (error-free for finite values without overflow)."""
+    return DD(*dd.two_sum(X.astype(np.float64), R.astype(np.float64)))
+
+
+def add_rmsnorm(X: np.ndarray, R: np.ndarray, w: np.ndarray, eps: float, opts: Opts, stats: Stats, dl: Deadline):
+    """(y, h): h = x + r exactly (a DD), y = RMSNorm of that exact sum (:func:`_rmsnorm_dd` reads both parts)."""
+    h = _exact_sum(X, R)
+    return _rmsnorm_dd(h, w, eps, opts, stats)[0], h
+
+
+def add_rmsnorm_vjp(
+    X: np.ndarray,
+    R: np.ndarray,
+    w: np.ndarray,
+    eps: float,
+    Gy: np.ndarray,
+    Gh: np.ndarray,
+    opts: Opts,
+    stats: Stats,
+    dl: Deadline,
+) -> tuple[DD, DD]:
+    """(d, dw) as :func:`golden.definitions.add_rmsnorm_vjp` states: :func:`rmsnorm_vjp` at the exact sum h, a DD
+    (each product with h taken exactly in its two parts), plus g_h."""
+    D = X.shape[-1]
+    h = _exact_sum(X, R)
+    w64, g64 = w.astype(np.float64), Gy.astype(np.float64)
+    _, r = _rmsnorm_dd(h, w, eps, opts, stats)  # r (..., 1)
+    gw = DD(*dd.two_prod(g64, w64))  # exact
+    a_terms = [t for a in (gw.hi, gw.lo) for b in (h.hi, h.lo) for t in dd.two_prod(a, b)]  # Σ_j g_j w_j h_j
+    a = _sum_terms(np.concatenate(a_terms, axis=-1), opts.tol_bits, stats)
+    r3 = dd.mul(dd.mul(r, r), r)
+    coef = dd.div(dd.mul(r3, DD(a.hi[..., None], a.lo[..., None])), DD.of(np.full(r.shape, float(D))))
+    d = dd.add_d(dd.sub(dd.mul(r, gw), dd.mul(coef, h)), Gh.astype(np.float64))
+    gh = dd.add(DD(*dd.two_prod(g64, h.hi)), DD(*dd.two_prod(g64, h.lo)))  # g ⊙ h
+    flat = dd.mul(gh, r).reshape(-1, D)
+    dw = _sum_terms(np.concatenate([flat.hi.T, flat.lo.T], axis=-1), opts.tol_bits, stats)
+    dl.check()
+    return d, dw

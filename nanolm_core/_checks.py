@@ -8,7 +8,8 @@ Rules (one per helper; ``who`` is the class whose constructor or forward was cal
 - ``check_positive``: finite real > 0, same types; returned as ``float``.
 - ``check_bool``: exactly ``True`` or ``False``.
 - ``check_features`` / ``check_sequence`` / ``check_tokens``: a forward's tensor by dtype, rank, shape and
-  device — attributes only, never a pass over the data, except the token ids' min/max.
+  device — attributes only, never a pass over the data, except the token ids' min/max;
+- ``check_same``: a second input of a forward (AddRMSNorm's residual) has the first one's shape and dtype.
 
 MAX_SIZE = 2**24 = 16,777,216 is the largest n such that every integer 0 … n is exact in fp32, the reference's
 compute precision: positions t < T (RoPE) and the divisor D of a mean stay exact. It is far above every
@@ -115,20 +116,36 @@ def _same_device(x: torch.Tensor, name: str, who: str, weight: torch.Tensor | No
         )
 
 
-def check_features(x: Any, dim: int, who: str, weight: torch.Tensor | None = None, same_dtype: bool = False) -> None:
-    """x must be a floating tensor of shape (..., dim) on ``weight``'s device (and dtype, if asked)."""
-    _tensor(x, "x", who)
+def check_features(
+    x: Any, dim: int, who: str, weight: torch.Tensor | None = None, same_dtype: bool = False, name: str = "x"
+) -> None:
+    """x (called ``name`` in messages) must be a floating tensor of shape (..., dim) on ``weight``'s device (and
+    dtype, if asked)."""
+    _tensor(x, name, who)
     if x.dtype not in FLOAT_DTYPES:
-        raise TypeError(f"{who}: dtype {x.dtype} is not supported for x; use float64, float32, float16 or bfloat16")
+        raise TypeError(
+            f"{who}: dtype {x.dtype} is not supported for {name}; use float64, float32, float16 or bfloat16"
+        )
     if x.dim() == 0 or x.shape[-1] != dim:
-        got = f"x.shape[-1]={x.shape[-1]}" if x.dim() else "a 0-dimensional x"
+        got = f"{name}.shape[-1]={x.shape[-1]}" if x.dim() else f"a 0-dimensional {name}"
         raise ValueError(f"{who}: last dimension of input shape {tuple(x.shape)} must be dim={dim}, got {got}")
-    _same_device(x, "x", who, weight)
+    _same_device(x, name, who, weight)
     if same_dtype and weight is not None and weight.dtype != x.dtype:
         raise TypeError(
             f"{who}: input dtype {x.dtype} differs from the weights' {weight.dtype}; "
             f"use module.to({x.dtype}) or x.to({weight.dtype})"
         )
+
+
+def check_same(other: Any, x: torch.Tensor, name: str, who: str) -> None:
+    """A second input ``name`` of a forward must be a tensor of x's shape, dtype and device (no broadcasting)."""
+    _tensor(other, name, who)
+    if other.shape != x.shape:
+        raise ValueError(f"{who}: {name} has shape {tuple(other.shape)}, x has {tuple(x.shape)}; they must be equal")
+    if other.dtype != x.dtype:
+        raise TypeError(f"{who}: {name} has dtype {other.dtype}, x has {x.dtype}; they must be equal")
+    if other.device != x.device:
+        raise ValueError(f"{who}: {name} is on {other.device}, x is on {x.device}; move {name} with .to()")
 
 
 def upcast_dtype(dtype: torch.dtype) -> torch.dtype:

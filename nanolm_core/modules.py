@@ -10,9 +10,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nanolm_core._checks import check_eps, check_features, check_size, upcast_dtype
+from nanolm_core._checks import check_eps, check_features, check_same, check_size, upcast_dtype
 
-__all__ = ["LayerNorm", "RMSNorm", "ReLUFFN", "SwiGLU"]
+__all__ = ["AddRMSNorm", "LayerNorm", "RMSNorm", "ReLUFFN", "SwiGLU", "rms_norm"]
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """x · rsqrt(mean(x², −1) + eps) · w computed in c = fp32 (fp64 for fp64 x), rounded once to x.dtype."""
+    c = upcast_dtype(x.dtype)
+    xc = x.to(c)
+    r = torch.rsqrt(xc.pow(2).mean(dim=-1, keepdim=True) + eps)  # (..., 1)
+    return (xc * r * weight.to(c)).to(x.dtype)
 
 
 class RMSNorm(nn.Module):
@@ -32,10 +40,30 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_features(x, self.dim, "RMSNorm", self.weight)
-        c = upcast_dtype(x.dtype)
-        xc = x.to(c)
-        r = torch.rsqrt(xc.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # (..., 1)
-        return (xc * r * self.weight.to(c)).to(x.dtype)
+        return rms_norm(x, self.weight, self.eps)
+
+
+class AddRMSNorm(nn.Module):
+    """h = x + r,  y = h / sqrt(mean(h², dim=-1) + eps) ⊙ w  — the residual add and the next pre-norm, as one module.
+
+    x: (..., D) a branch output; r: (..., D) the residual stream (same shape and dtype); w: (D,) learnable gain
+    ``weight`` (init 1); eps: added inside the square root. Returns (y, h): h is the updated stream.
+    Casts: h = x + r is computed by torch in x.dtype (16-bit: in fp32, rounded once); y is ``RMSNorm``'s maths on that
+    rounded h (upcast to c = fp32, fp64 for fp64; one rounding to x.dtype) — the unfused order. Fused kernels that
+    normalise the unrounded sum are equally correct. Inputs are never modified; y and h are new tensors.
+    Accepts dim and eps as ``RMSNorm`` does; x and r of the same shape (..., D), dtype and device.
+    """
+
+    def __init__(self, dim: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.dim, self.eps = check_size(dim, "dim", "AddRMSNorm"), check_eps(eps, "eps", "AddRMSNorm")
+        self.weight = nn.Parameter(torch.ones(self.dim))
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        check_features(x, self.dim, "AddRMSNorm", self.weight)
+        check_same(residual, x, "residual", "AddRMSNorm")
+        h = x + residual  # (..., D), rounded once to x.dtype
+        return rms_norm(h, self.weight, self.eps), h
 
 
 class LayerNorm(nn.Module):

@@ -226,7 +226,23 @@ def _block(k: int, D: int, H: int, G: int, dt: str, theta: float, description: s
     return rec
 
 
-GENERATORS = {"rmsnorm": rmsnorm_cases, "swiglu": swiglu_cases, "block": block_cases}
+def add_rmsnorm_cases() -> Iterator[dict[str, Any]]:
+    """D = 8192 in every dtype, inputs by recipe, two rows: a small branch (std 2⁻⁵) on a stream of std 1, mean 0.5
+    — most of the branch's bits are rounded away in h, where the unfused and fused orders differ —; and a branch
+    of std 0.05 on a constant stream 0.7 (correlated rounding errors in Σh²)."""
+    D = 8192
+    for j, dt in enumerate(("bfloat16", "float16", "float32", "float64")):
+        yield {
+            "id": f"D{D}-small-branch-constant-stream-{dt}",
+            "description": "row 0: branch std 2^-5 on a stream of std 1, mean 0.5; row 1: branch std 0.05 on 0.7",
+            "dtype": dt,
+            "x": Recipe(8_000_000 + 10 * j, (2, D), [2.0**-5, 0.05], [0.0, 0.0]),
+            "residual": Recipe(8_000_001 + 10 * j, (2, D), [1.0, 0.0], [0.5, 0.7]),
+            "weight": Recipe(8_000_002 + 10 * j, (D,), 1.0, 0.3, ((1, 0.0),)),  # negative entries, a zero
+        }
+
+
+GENERATORS = {"rmsnorm": rmsnorm_cases, "swiglu": swiglu_cases, "block": block_cases, "add_rmsnorm": add_rmsnorm_cases}
 
 
 # ------------------------------------------------------------------------------------------ writing
@@ -242,7 +258,7 @@ def _record(family: str, spec: dict[str, Any]) -> dict[str, Any]:
             inputs[name] = np.asarray(v, dtype=np.float64)
             stored[name] = {"shape": list(inputs[name].shape), "hex": corpus.encode_hex(inputs[name])}
     params: dict[str, Any] = {}
-    if family == "rmsnorm":
+    if family in ("rmsnorm", "add_rmsnorm"):
         params["eps"] = float(EPS).hex()
     if family == "block":
         params["config"] = spec["config"]

@@ -10,7 +10,7 @@ Gemma then forms its effective gain
 
 which equals w exactly whenever w − 1 is representable in fp32, i.e. when |w| < 2²⁴ and w is a multiple of
 2⁻²⁴ (w > 0) or of 2⁻²³ (w < 0): every w in [0.5, 2²⁴) of fp32 or narrower, every bf16 w with 2⁻¹⁶ ≤ |w| < 2²⁴,
-every fp16 w ≥ 0 and every fp16 w ≤ −2⁻¹³ (checked exhaustively in tests/test_adapters.py). Otherwise
+every fp16 w ≥ 0 and every fp16 w ≤ −2⁻¹³ (checked exhaustively in tests/adapters/test_adapters.py). Otherwise
 w_eff carries up to two extra roundings, |w_eff − w| ≲ 2⁻²⁴·(|w − 1| + |w|) (fp32 weights below 0.5 or
 negative, tiny weights): the cost of Gemma's parameterisation, which the suite measures rather than hides.
 

@@ -6,8 +6,11 @@ Functional adapters — a module of a few lines makes a kernel function a contra
     from properties.adapters.kit import rmsnorm
     RMSNorm = rmsnorm(rms_norm)
 
-``swiglu(fn)`` wraps ``fn(x, w_gate, w_up, w_down)`` (``nn.Linear`` layouts: (F, D), (F, D), (D, F)) and
-``block(fn)`` wraps ``fn(x, params, config)`` with ``params`` the contract's state-dict names → live parameters.
+``swiglu(fn)`` wraps ``fn(x, w_gate, w_up, w_down)`` (``nn.Linear`` layouts: (F, D), (F, D), (D, F)),
+``block(fn)`` wraps ``fn(x, params, config)`` with ``params`` the contract's state-dict names → live parameters, and
+``add_rmsnorm(fn)`` wraps ``fn(x, residual, weight, eps)`` returning (y, h) — or, ``in_place=True``, a kernel that
+updates its arguments as vLLM's and FlashInfer's ``fused_add_rms_norm`` do (x ← y, residual ← x + residual): the kit
+hands it copies and returns them, so the caller's tensors are never modified.
 The classes hold the contract's parameters (subclasses of the reference, so names, shapes and init are the
 contract's) and pass them to ``fn`` at every call; gradients flow back through whatever ``fn`` does in torch.
 
@@ -22,7 +25,8 @@ applying RoPE to interleaved pairs (2j, 2j+1) computes exactly the contract's ro
 Non-torch code — ``bridge(forward, vjp=None)`` runs a function on numpy / DLPack arrays inside a
 ``torch.autograd.Function``: inputs leave through DLPack (bf16 through ``ml_dtypes`` when installed), the result
 comes back the same way; ``vjp(grad_out, *inputs)`` gives the backward, and without one the backward raises
-``NotImplementedError`` (the gradient laws are then skipped as "not implemented").
+``NotImplementedError`` (the gradient laws are then skipped as "not implemented"). A ``forward`` that returns a
+tuple of arrays has several outputs; its ``vjp`` then receives the tuple of their cotangents as ``grad_out``.
 
 Dtypes — raise :class:`DtypeNotSupported` (or pass ``dtypes=`` to the wrappers) for a dtype the kernel does not
 support: the law is skipped with reason "dtype not supported", distinct from an exercise stub's
@@ -46,6 +50,7 @@ from golden.formats import fmt
 __all__ = [
     "DtypeNotSupported",
     "Fuse",
+    "add_rmsnorm",
     "block",
     "bridge",
     "from_array",
@@ -124,6 +129,29 @@ def block(fn: Callable[..., torch.Tensor], *, dtypes: Iterable[str] | None = Non
             return fn(x, dict(self.named_parameters()), self.config)
 
     return _named(Block, fn, "Block")
+
+
+def add_rmsnorm(
+    fn: Callable[..., Any], *, in_place: bool = False, dtypes: Iterable[str] | None = None
+) -> type[nn.Module]:
+    """Contract ``AddRMSNorm`` calling ``fn(x, residual, weight, eps)``, which returns (y, h) — or, with
+    ``in_place=True``, writes y into its x and x + residual into its residual (vLLM / FlashInfer's signature) and
+    returns nothing: the kit passes copies and returns them as (y, h)."""
+    supported = tuple(dtypes) if dtypes is not None else None
+    label = getattr(fn, "__qualname__", "fused_add_rms_norm")
+
+    class AddRMSNorm(nanolm_core.AddRMSNorm):
+        __doc__ = f"AddRMSNorm(dim, eps) running {label}(x, residual, weight, eps)" + (" on copies" if in_place else "")
+
+        def forward(self, x: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            require_dtype(x.dtype, supported, label)
+            if not in_place:
+                return fn(x, residual, self.weight, self.eps)
+            y, h = x.clone(), residual.clone()  # the kernel's arguments: never the caller's tensors
+            fn(y, h, self.weight, self.eps)
+            return y, h
+
+    return _named(AddRMSNorm, fn, "AddRMSNorm")
 
 
 # ---------------------------------------------------------------------------------------------- names and fusion
@@ -252,32 +280,36 @@ def bridge(
     *,
     dtypes: Iterable[str] | None = None,
     name: str | None = None,
-) -> Callable[..., torch.Tensor]:
+) -> Callable[..., Any]:
     """A torch function running ``forward(*arrays)`` (tensor arguments as numpy arrays, others as given) inside a
-    ``torch.autograd.Function``. ``vjp(grad_out, *arrays)`` returns one gradient (or None) per argument."""
+    ``torch.autograd.Function``. ``vjp(grad_out, *arrays)`` returns one gradient (or None) per argument (several
+    outputs: ``grad_out`` is the tuple of their cotangents)."""
     label = name or getattr(forward, "__qualname__", "forward")
     supported = tuple(dtypes) if dtypes is not None else None
 
     class _Bridge(torch.autograd.Function):
         @staticmethod
-        def forward(ctx: Any, *args: Any) -> torch.Tensor:
+        def forward(ctx: Any, *args: Any) -> Any:
             like = next(a for a in args if isinstance(a, torch.Tensor))
             require_dtype(like.dtype, supported, label)
             arrays = [to_array(a) if isinstance(a, torch.Tensor) else a for a in args]
             ctx.arrays, ctx.like = arrays, [a if isinstance(a, torch.Tensor) else None for a in args]
-            return from_array(forward(*arrays), like)
+            out = forward(*arrays)
+            ctx.several = isinstance(out, tuple)
+            return tuple(from_array(o, like) for o in out) if ctx.several else from_array(out, like)
 
         @staticmethod
-        def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[Any, ...]:
+        def backward(ctx: Any, *grad_outs: torch.Tensor) -> tuple[Any, ...]:
             if vjp is None:
                 raise NotImplementedError(f"{label}: forward-only kernel (the bridge was given no vjp)")
-            grads = vjp(to_array(grad_out), *ctx.arrays)
+            cotangents = tuple(to_array(g) for g in grad_outs)
+            grads = vjp(cotangents if ctx.several else cotangents[0], *ctx.arrays)
             return tuple(
                 None if g is None or like is None else from_array(g, like)
                 for g, like in zip(grads, ctx.like, strict=True)
             )
 
-    def run(*args: Any) -> torch.Tensor:
+    def run(*args: Any) -> Any:
         return _Bridge.apply(*args)
 
     run.__name__ = run.__qualname__ = label

@@ -2,6 +2,9 @@
 
 - RMSNorm: ``LigerRMSNorm(dim, eps, offset=0.0, casting_mode="llama")``.
 - SwiGLU: ``LigerSwiGLUMLP`` (fused ``silu(gate) ⊙ up`` kernel) on contract-named weights.
+- AddRMSNorm: ``LigerFusedAddRMSNorm(dim, eps, offset=0.0, casting_mode="llama", in_place=False)`` — (y, h) from one
+  kernel: h = x + r in the input dtype, the norm reads that rounded h. Added to Liger in 2025 (linkedin/Liger-Kernel
+  pull request 812); with an older installed version the component's laws are skipped as "not implemented".
 - Block: not provided (Liger patches whole HF models, it has no decoder layer of its own).
 
 Liger's kernels are Triton and need a CUDA device; ``liger_kernel`` itself is imported lazily (only when a
@@ -22,7 +25,7 @@ from properties.adapters import call_with, hide
 from properties.adapters.hf import LLAMA_MLP
 from properties.adapters.kit import library_params
 
-__all__ = ["CONVENTIONS", "SKIP_REASON", "RMSNorm", "SwiGLU", "skip_reason"]
+__all__ = ["CONVENTIONS", "SKIP_REASON", "AddRMSNorm", "RMSNorm", "SwiGLU", "skip_reason"]
 
 CASTING_MODE = "llama"
 
@@ -50,6 +53,20 @@ CONVENTIONS = {
         "compute_dtype": "input",
         "weight_mapping": "w_gate ↔ gate_proj, w_up ↔ up_proj, w_down ↔ down_proj",
         "source": "liger_kernel.transformers.swiglu.LigerSwiGLUMLP",
+    },
+    "AddRMSNorm": {
+        "formula": "h = fl(x + r); y = w · fl(h · rsqrt(mean(h²) + eps))",
+        "rounding": f"casting_mode={CASTING_MODE!r}: h rounded to the input dtype, read by the norm; x·rstd rounded, "
+        "then ·w (two roundings, as its RMSNorm)",
+        "compute": "fp32 reduction inside the Triton kernel",
+        "compute_dtype": "fp32",
+        "accumulation_dtype": "fp32",
+        "norm_input": "rounded",
+        "roundings": 2,
+        "eps_placement": "inside",
+        "weight_mapping": "identity (LigerFusedAddRMSNorm.weight); x ↔ hidden_states, residual ↔ residual",
+        "backward": "one Triton kernel: dX = dR (the same buffer), dS_out added",
+        "source": "liger_kernel.transformers.fused_add_rms_norm.LigerFusedAddRMSNorm",
     },
 }
 
@@ -100,3 +117,19 @@ class SwiGLU(nanolm_core.SwiGLU):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return call_with(self._liger, library_params(self, LLAMA_MLP), x)
+
+
+class AddRMSNorm(nanolm_core.AddRMSNorm):
+    """``LigerFusedAddRMSNorm``: h = x + r, y = w · fl(h · rsqrt(mean(h²) + eps)) (casting mode "llama")."""
+
+    def __init__(self, dim: int, eps: float = 1e-6) -> None:
+        lk = _require()
+        fused = getattr(lk, "LigerFusedAddRMSNorm", None)
+        if fused is None:  # skipped as "not implemented", with this reason
+            raise NotImplementedError("the installed liger-kernel has no LigerFusedAddRMSNorm (added in 2025)")
+        super().__init__(dim, eps)
+        with torch.device("meta"):
+            hide(self, "_liger", fused(dim, eps=eps, offset=0.0, casting_mode=CASTING_MODE, in_place=False))
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return call_with(self._liger, {"weight": self.weight}, x, residual)

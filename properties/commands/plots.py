@@ -10,6 +10,8 @@ touches pyplot's global state and no display is needed.
 - ``geometry``        RMSNorm outputs on the sphere of radius √D; LayerNorm's on that sphere ∩ the plane ⊥ 𝟏.
 - ``eps_placement``   relative difference of x/(rms + eps) from x/sqrt(ms + eps) vs the input's RMS.
 - ``silu_cancellation`` bf16 error of silu(z) = z·σ(z) vs z·(1 − σ(−z)) over z.
+- ``add_norm_orders`` AddRMSNorm in 16 bits vs D: the norm of the rounded h against the norm of the unrounded sum
+                      (how often they differ, their errors against golden, the bound), and Σh² accumulated in bf16.
 """
 
 from __future__ import annotations
@@ -361,12 +363,77 @@ def plot_silu_cancellation(out_dir: Path) -> Path:
     return _save(fig, out_dir, "silu_cancellation.png")
 
 
+# ---------------------------------------------------------------------------------------------- AddRMSNorm
+
+
+def plot_add_norm_orders(out_dir: Path) -> Path:
+    """AddRMSNorm in bf16/fp16 vs D: the unfused and fused orders differ, both inside the bound; a bf16 Σh² does not.
+
+    Rows: a stream r ~ N(0.5, 1) and a branch x of std 2^-5 (a late layer's small update), γ ~ 1 + 0.1·N(0, 1).
+    """
+    from properties.gallery.add_norm_half_sum_of_squares import AddRMSNorm as HalfSumOfSquares
+
+    gen = torch.Generator().manual_seed(0)
+    dims = [16, 64, 256, 1024, 4096, 16384]
+    rows, eps = 16, 1e-6
+    dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16}
+    differ: dict[str, list[float]] = {k: [] for k in dtypes}
+    room: dict[str, list[float]] = {"rounded h (unfused)": [], "unrounded sum (fused)": [], "Σh² in bf16": []}
+    for D in dims:
+        for name, dt in dtypes.items():
+            r = (torch.randn(rows, D, generator=gen, dtype=torch.float64) + 0.5).to(dt)
+            x = (torch.randn(rows, D, generator=gen, dtype=torch.float64) / 32).to(dt)
+            w = (1 + 0.1 * torch.randn(D, generator=gen, dtype=torch.float64)).to(dt)
+            unfused = nanolm_core.modules.rms_norm(x + r, w, eps)
+            fused = nanolm_core.modules.rms_norm(x.float() + r.float(), w, eps).to(dt)
+            differ[name].append(float((unfused != fused).double().mean()))
+            if name != "bf16":
+                continue
+            exact, _ = golden.add_rmsnorm(x, r, w, eps)
+            allowed = bounds.add_rmsnorm(x, r, w, eps, dt)[0].abs
+            half = HalfSumOfSquares(D, eps).to(dt)
+            with torch.no_grad():
+                half.weight.copy_(w)
+                wrong, _ = half(x, r)
+            for key, y in zip(room, (unfused, fused, wrong), strict=True):
+                room[key].append(float(np.max(ulp.abs_error(y, exact) / allowed)))
+
+    fig = _figure(11.0, 4.6)
+    left, right = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    for (name, share), color in zip(differ.items(), (_BLUE, _ORANGE), strict=True):
+        left.plot(dims, [100 * v for v in share], "-o", color=color, label=name)
+    left.set_ylim(0, 50)
+    left.set_xlabel("D (features per row)")
+    left.set_ylabel("elements where the two orders differ (%)")
+    left.set_title("norm of the rounded h vs of the unrounded sum:\nthe same share differs at every D (by 1 ULP)")
+    left.legend(fontsize=8)
+    styles = {
+        "rounded h (unfused)": (_BLUE, "norm of the rounded h (the reference, vLLM)"),
+        "unrounded sum (fused)": (_GREEN, "norm of the fp32 sum (fused kernels, ONNX Runtime)"),
+        "Σh² in bf16": (_RED, "Σh² accumulated in bf16 (gallery: add_norm_half_sum_of_squares)"),
+    }
+    for key, (color, label) in styles.items():
+        right.plot(dims, room[key], "-o", color=color, label=label)
+    right.axhline(1.0, color="k", lw=1.2, label="the suite's bound (bounds.add_rmsnorm): headroom 1")
+    right.set_yscale("log")
+    right.set_xlabel("D (features per row)")
+    right.set_ylabel("headroom: max |y − golden| ÷ bound (log; > 1 fails)")
+    right.set_title("bf16 against the norm of the exact sum:\nboth orders inside the bound, a bf16 Σh² is not")
+    right.legend(fontsize=7.5, loc="upper left")
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.grid(True, which="major", alpha=0.3)
+    fig.suptitle(f"AddRMSNorm in 16 bits (stream ~ N(0.5, 1), branch of std 2⁻⁵, {rows} rows per D)", fontsize=11)
+    return _save(fig, out_dir, "add_norm_orders.png")
+
+
 PLOTS: dict[str, Callable[[Path], Path]] = {
     "error_vs_d": plot_error_vs_d,
     "grad_vs_depth": plot_grad_vs_depth,
     "geometry": plot_geometry,
     "eps_placement": plot_eps_placement,
     "silu_cancellation": plot_silu_cancellation,
+    "add_norm_orders": plot_add_norm_orders,
 }
 
 

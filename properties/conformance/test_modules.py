@@ -21,6 +21,7 @@ COURSE = {  # course test name → the law it runs
     "test_swiglu_gates_with_silu_elementwise": "SwiGLU.swiglu_is_elementwise_silu_gate",
     "test_swiglu_maps_zero_to_zero": "SwiGLU.swiglu_maps_zero_to_zero",
     "test_swiglu_has_three_matrices_of_ffn_dim": "SwiGLU.swiglu_has_three_matrices_of_ffn_dim",
+    "test_add_rmsnorm_keeps_the_sum_on_the_stream": "AddRMSNorm.add_rmsnorm_matches_golden",
 }
 DEVICES = [
     "cpu",
@@ -81,3 +82,12 @@ class TestSwiGLU:
     def test_swiglu_has_three_matrices_of_ffn_dim(self, nanolm_law_runner, dtype, device):
         """Three bias-free matrices of F = ffn_dim hidden units: 3·D·F parameters."""
         nanolm_law_runner(COURSE["test_swiglu_has_three_matrices_of_ffn_dim"], dtype, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+class TestAddRMSNorm:
+    @where("test_add_rmsnorm_keeps_the_sum_on_the_stream")
+    def test_add_rmsnorm_keeps_the_sum_on_the_stream(self, nanolm_law_runner, dtype, device):
+        """The stream carries x + r itself, not its normalised value (the course's pre-norm mistake), and y is the
+        norm of that sum, within the derived bound of the golden value."""
+        nanolm_law_runner(COURSE["test_add_rmsnorm_keeps_the_sum_on_the_stream"], dtype, device)

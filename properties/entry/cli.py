@@ -26,8 +26,9 @@ SUBCOMMANDS = (
 
 
 DESCRIPTION = """\
-Property-based numerical verification of RMSNorm, SwiGLU and a pre-norm Block:
-laws checked against an exact (golden) oracle and derived error bounds."""
+Property-based numerical verification of RMSNorm, SwiGLU, a pre-norm Block
+and the residual add + norm (AddRMSNorm): laws checked against an exact
+(golden) oracle and derived error bounds."""
 
 EPILOG = """\
 examples:

@@ -76,7 +76,7 @@ class LawFailed(pytest.fail.Exception):
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("nanolm-verify", "nanolm-verify (numerical laws of RMSNorm, SwiGLU, Block)")
+    group = parser.getgroup("nanolm-verify", "nanolm-verify (numerical laws of RMSNorm, SwiGLU, Block, AddRMSNorm)")
     group.addoption(
         "--impl",
         default=None,

@@ -271,6 +271,21 @@ PITFALLS: dict[str, Pitfall] = dict([
            "the accelerator kernel approximates SiLU", pending=_NEEDS_ACCELERATOR),
     _entry("block_device_shortcut", "Block.block_agrees_with_the_cpu", "fp32", REAL,
            "the accelerator kernel skips the FFN residual", pending=_NEEDS_ACCELERATOR),
+    # AddRMSNorm: the residual add and the next norm (one fused kernel in serving stacks).
+    _entry("add_norm_normalized_stream", "AddRMSNorm.add_rmsnorm_matches_golden", "fp32", COURSE,
+           "the normalised value put back on the stream"),
+    _entry("add_norm_stale_residual", "AddRMSNorm.add_rmsnorm_sum_is_rounded_once", "bf16", TEST,
+           "the residual copied before the in-place kernel ran"),
+    _entry("add_norm_residual_fp32", "AddRMSNorm.add_rmsnorm_preserves_shape_dtype_device", "bf16", TEST,
+           "the updated residual returned in fp32"),
+    _entry("add_norm_half_sum_of_squares", "AddRMSNorm.add_rmsnorm_matches_stored_golden", "bf16", REAL,
+           "Σh² accumulated in bf16"),
+    _entry("add_norm_reads_branch", "AddRMSNorm.add_rmsnorm_normalizes_the_sum_it_returns", "fp32", REAL,
+           "the norm reads x instead of x + residual"),
+    _entry("add_norm_in_place", "AddRMSNorm.add_rmsnorm_outputs_are_new_tensors", "fp32", REAL,
+           "in-place add and norm: fp32's .float() is no copy"),
+    _entry("add_norm_stream_gradient_dropped", "AddRMSNorm.add_rmsnorm_gradients_match_golden", "fp32", TEST,
+           "d(residual) without the stream's own gradient"),
 ])
 # fmt: on
 

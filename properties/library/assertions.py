@@ -359,8 +359,8 @@ def assert_bitwise_equal(
     a, e = as_f64(actual), as_f64(expected)
     nan_ok = np.broadcast_to(np.asarray(nan_expected, dtype=bool), e.shape)
     eq = (a == e) | (nan_ok & np.isnan(a) & np.isnan(e))
-    if zeros_signed:
-        eq &= np.signbit(a) == np.signbit(e)
+    if zeros_signed:  # the sign of a zero only (a NaN's sign bit is unspecified by IEEE 754)
+        eq &= (e != 0) | (np.signbit(a) == np.signbit(e))
     if bool(np.all(eq)):
         return
     i = int(np.argmin(eq.reshape(-1)))

@@ -244,10 +244,11 @@ def record_build(module: Any, component: str, args: tuple[Any, ...], kwargs: dic
         rec.modules[id(module)] = {"component": component, "args": args, "kwargs": dict(kwargs), "n": len(rec.modules)}
 
 
-def record_call(component: str, x: torch.Tensor, module: Any) -> dict[str, Any] | None:
-    """Keep copies of the input and the weights the harness passes the subject, how the module was built and, for
-    an input that is a view, its layout and storage (for counterexample files and the diagnosis of a failure).
-    Returns the record (``record_output`` adds the result to it), None outside a run."""
+def record_call(component: str, x: torch.Tensor, module: Any, **inputs: torch.Tensor) -> dict[str, Any] | None:
+    """Keep copies of the input (and further named ``inputs``: AddRMSNorm's residual) and the weights the harness
+    passes the subject, how the module was built and, for an input that is a view, its layout and storage (for
+    counterexample files and the diagnosis of a failure). Returns the record (``record_output`` adds the result to
+    it), None outside a run."""
     ctx = _CONTEXT.get()
     if ctx is None:
         return None
@@ -255,7 +256,8 @@ def record_call(component: str, x: torch.Tensor, module: Any) -> dict[str, Any] 
         state = {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items() if torch.is_tensor(v)}
     except Exception:  # the subject's state_dict is its own business: the law reports what the subject does
         state = {}
-    entry: dict[str, Any] = {"component": component, "x": x.detach().to("cpu", copy=True), "state": state}
+    kept = {name: t.detach().to("cpu", copy=True) for name, t in {"x": x, **inputs}.items()}
+    entry: dict[str, Any] = {"component": component, **kept, "state": state}
     built = ctx.recorder.modules.get(id(module))
     if built is not None:
         entry.update(args=built["args"], kwargs=built["kwargs"], module=built["n"])
@@ -271,10 +273,16 @@ def record_call(component: str, x: torch.Tensor, module: Any) -> dict[str, Any] 
 
 
 def record_output(entry: dict[str, Any] | None, y: Any) -> None:
-    """Add a copy of the subject's result to its recorded call (``record_call``), and note when the result is the
-    very memory of an earlier result of the example that is still held (``aliases``: that result's number)."""
+    """Add a copy of the subject's result to its recorded call (``record_call``) — AddRMSNorm's pair as
+    ``outputs`` — and note when a result is the very memory of an earlier result of the example that is still held
+    (``aliases``: that result's number)."""
     ctx = _CONTEXT.get()
-    if entry is None or ctx is None or not isinstance(y, torch.Tensor):
+    if entry is None or ctx is None:
+        return
+    if isinstance(y, (tuple, list)) and y and all(isinstance(t, torch.Tensor) for t in y):
+        entry["outputs"] = tuple(t.detach().to("cpu", copy=True) for t in y)  # AddRMSNorm's (y, h)
+        return
+    if not isinstance(y, torch.Tensor):
         return
     entry["y"] = y.detach().to("cpu", copy=True)
     held, ptr = ctx.recorder.outputs, y.untyped_storage().data_ptr() if y.numel() else None

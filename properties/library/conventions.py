@@ -23,6 +23,8 @@ keys share that dictionary:
                       "compensated", "tree" or "any"
     accumulation_dtype the dtype the reduction accumulates in ("fp32", … or "compute")
     rope_layout       "rotate-half" (the contract) or "interleaved" (Block)
+    norm_input        AddRMSNorm: what its norm reads — "rounded" (h = x + r rounded to the input dtype, the unfused
+                      order: vLLM, Liger) or "sum" (the unrounded sum in the compute dtype: fused fp32 kernels)
     dtypes            the input dtypes the implementation supports (others: skipped as "dtype not supported")
     eps_default       float: the library's own default eps (the suite always passes the contract's eps)
 
@@ -42,7 +44,8 @@ description key takes it (``compute_dtype: "fp32 for the norm"`` → put the sen
 * in the bound — the numeric ones, modelled exactly, so a declared implementation keeps a real verdict at the
   declared precision (:meth:`Conventions.arithmetic` → ``properties.numerics.bounds.Arithmetic``):
   ``compute_dtype`` (where it departs from the reference's), ``accumulation_dtype``, ``eps_dtype``,
-  ``weight_offset``, ``flush_subnormals`` ("input", "output");
+  ``weight_offset``, ``flush_subnormals`` ("input", "output"), ``norm_input`` (AddRMSNorm: the error of the sum its
+  norm reads — undeclared, the larger of the two orders);
 * already inside every bound, the declaration is only reported: ``roundings`` 2 (HF Llama's order),
   ``reduction`` (every bound is any-order sound), ``flush_subnormals`` "intermediate" (tiny_c per operation);
 * by the harness: ``rope_layout: "interleaved"`` — the Block is handed W_q, W_k with each head's rows permuted
@@ -71,6 +74,7 @@ from properties.numerics.bounds import Arithmetic
 __all__ = [
     "DESCRIPTIONS",
     "KEYS",
+    "NORM_INPUTS",
     "NOT_MODELLED",
     "ConventionError",
     "Conventions",
@@ -92,11 +96,13 @@ KEYS = (
     "reduction",
     "accumulation_dtype",
     "rope_layout",
+    "norm_input",
     "dtypes",
     "eps_default",
     "batch_invariant",
     *DESCRIPTIONS,
 )
+NORM_INPUTS = ("rounded", "sum")  # AddRMSNorm: the norm reads the rounded h, or the unrounded sum
 # The description key that takes the free text a typed key was given (ConventionError says so).
 _FREE_TEXT = {"compute_dtype": "compute", "accumulation_dtype": "compute", "roundings": "rounding",
               "rope_layout": "rope", "weight_offset": "weight_mapping", "reduction": "compute"}  # fmt: skip
@@ -107,6 +113,7 @@ _CONTRACT = {"eps_placement": "inside", "weight_offset": 0.0, "roundings": 1, "r
 # Block's projections run in the module dtype, their matmuls accumulating in fp32).
 _DEFAULT_COMPUTE = {
     "RMSNorm": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp32", "bf16": "fp32"},
+    "AddRMSNorm": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp32", "bf16": "fp32"},
     "SwiGLU": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp16", "bf16": "bf16"},
     "Block": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp16", "bf16": "bf16"},
 }
@@ -118,6 +125,7 @@ NOT_MODELLED = {
     "gradients_pass_gradcheck": "fp64 finite-difference gradcheck needs fp64 arithmetic",
     "is_identity_when_branches_are_zeroed": "the exact identity holds where the residual stays in the input dtype; "
     "computed in the narrower dtype it rounds x (and v)",
+    "sum_is_rounded_once": "x + r computed in the narrower dtype is rounded twice (to it, then stored)",
 }
 
 
@@ -164,6 +172,7 @@ class Conventions:
     reduction: str | None = None
     accumulation_dtype: str | PerDtype | None = None
     rope_layout: str | None = None
+    norm_input: str | None = None
     dtypes: tuple[str, ...] | None = None
     eps_default: float | None = None
     batch_invariant: Mapping[str, bool] = dataclasses.field(default_factory=dict)  # input dtype → declared
@@ -220,6 +229,7 @@ class Conventions:
             eps=per_dtype(self.eps_dtype),
             weight_offset=self.weight_offset or 0.0,
             flush=flush,
+            norm_input=self.norm_input,
         )
 
     def departing(self, dtype: Any) -> tuple[str, ...]:
@@ -444,6 +454,7 @@ _PARSERS = {
     "roundings": _roundings,
     "reduction": lambda v, w: _choice(v, w, REDUCTIONS),
     "rope_layout": lambda v, w: _choice(v, w, ("rotate-half", "interleaved")),
+    "norm_input": lambda v, w: _choice(v, w, NORM_INPUTS),
     "dtypes": _dtypes,
     "batch_invariant": lambda v, w: _per_dtype(v, w, _flag),
 }

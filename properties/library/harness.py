@@ -26,13 +26,16 @@ from properties.library.subject import Implementation
 __all__ = [
     "Ops",
     "RopeLayout",
+    "add_rmsnorm_forward",
     "backward",
     "block_forward",
     "build",
+    "build_add_rmsnorm",
     "build_block",
     "build_rmsnorm",
     "build_swiglu",
     "call",
+    "call_pair",
     "gradcheck",
     "note",
     "reload",
@@ -222,7 +225,8 @@ class Ops(protocols.Ops):
             with torch.set_grad_enabled(grad):
                 return via(module, *inputs) if via is not None else module(*inputs)
 
-        entry = context.record_call(self.component, inputs[0], module)  # the exact tensors, for a counterexample
+        more = {f"input_{i}": t for i, t in enumerate(inputs[1:], 1)}  # AddRMSNorm's residual: input_1
+        entry = context.record_call(self.component, inputs[0], module, **more)  # the exact tensors, for a replay
         shapes = ", ".join(f"{tuple(t.shape)}" for t in inputs)
         y = guard(
             f"{self.component}.forward(inputs of shape {shapes}, {inputs[0].dtype}, {inputs[0].device.type})",
@@ -384,3 +388,44 @@ def gradcheck(
         fail(f"{component}: forward or backward raised {type(exc).__name__}: {exc}", "crash")
     if not ok:
         fail(f"{component}: fp64 gradcheck failed")
+
+
+# ------------------------------------------------------------------------ AddRMSNorm: two inputs, two outputs
+def build_add_rmsnorm(impl: Implementation, weight: torch.Tensor, eps: float, dtype: torch.dtype, device: str):
+    """AddRMSNorm(D, eps=eps) with ``weight`` loaded."""
+    return build(impl, "AddRMSNorm", (weight.shape[-1],), {"eps": eps}, {"weight": weight}, dtype, device)
+
+
+def call_pair(
+    module: nn.Module, x: torch.Tensor, residual: torch.Tensor, *, component: str = "AddRMSNorm", grad: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(y, h) = module(x, residual) through :func:`call` (under the law's call protocol, if any); a result that is
+    not a pair of tensors is a contract failure."""
+    __tracebackhide__ = True
+    out = call(module, x, residual, component=component, grad=grad)
+    if not (isinstance(out, (tuple, list)) and len(out) == 2 and all(isinstance(t, torch.Tensor) for t in out)):
+        got = type(out).__name__ if not isinstance(out, (tuple, list)) else f"{len(out)} values"
+        fail(f"{component}.forward returned {got}, not the pair of tensors (y, h)", "contract")
+    return out[0], out[1]
+
+
+def add_rmsnorm_forward(
+    impl: Implementation,
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    dtype: torch.dtype,
+    device: str,
+    *,
+    output_cause: str = "contract",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(y, h) = impl.AddRMSNorm(D, eps)(x, residual) with ``weight`` loaded; y and h must keep x's shape, dtype and
+    device (a contract failure, or ``output_cause`` for the law about exactly that)."""
+    __tracebackhide__ = True
+    module = build_add_rmsnorm(impl, weight, eps, dtype, device)
+    y, h = call_pair(module, x.to(device), residual.to(device))
+    for name, out in (("y", y), ("h", h)):
+        what = f"AddRMSNorm output {name}"
+        assert_output_contract(out, shape=tuple(x.shape), dtype=dtype, device=device, what=what, cause=output_cause)
+    return y, h

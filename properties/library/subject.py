@@ -1,7 +1,7 @@
 """The subject: an implementation under test, as the laws see it (the fixed contract in DESIGN.md).
 
 An implementation is a module that may define any subset of COMPONENTS (``RMSNorm``, ``SwiGLU``,
-``Block``); a missing one is "not provided" (skipped, never an error). How a module is found and
+``Block``, ``AddRMSNorm``); a missing one is "not provided" (skipped, never an error). How a module is found and
 imported is the runner's business (``properties.running.loading``).
 """
 
@@ -15,7 +15,7 @@ from properties.library.conventions import Conventions, parse_all
 
 __all__ = ["COMPONENTS", "Implementation", "NotProvided"]
 
-COMPONENTS = ("RMSNorm", "SwiGLU", "Block")
+COMPONENTS = ("RMSNorm", "SwiGLU", "Block", "AddRMSNorm")
 
 
 class NotProvided(Exception):

@@ -72,6 +72,9 @@ __all__ = [
     "Arithmetic",
     "Bound",
     "accuracy_class",
+    "add_rmsnorm",
+    "add_rmsnorm_from_h",
+    "add_rmsnorm_vjp",
     "attention",
     "between",
     "block",
@@ -200,6 +203,7 @@ class Arithmetic:
                       (error |v|, propagated without linearising the norm's r); an output whose magnitude is below
                       t's smallest normal may be returned as 0 (+ that normal). Flushed results of operations in c
                       ("intermediate") are inside every bound already (tiny_c per operation).
+    ``norm_input``    AddRMSNorm: its norm reads "rounded" h (fl_t(x + r)) or the "sum" in c (:func:`add_rmsnorm`).
 
     A demoted implementation may also mix precisions (HF: the norm in fp32, the projections in fp64): an operation
     in t whose result is then converted to c errs by u_t + u_c·(1 + u_t), where one u_c is counted; the u_t left
@@ -211,9 +215,12 @@ class Arithmetic:
     eps: Mapping[str, str] = dataclasses.field(default_factory=dict)
     weight_offset: float = 0.0
     flush: Mapping[str, frozenset[str]] | frozenset[str] = frozenset()
+    norm_input: str | None = None  # AddRMSNorm: "rounded" | "sum" (:func:`add_rmsnorm`); None: either
 
     def __bool__(self) -> bool:
-        return bool(self.compute or self.accumulation or self.eps or self.weight_offset or self.flush)
+        return bool(
+            self.compute or self.accumulation or self.eps or self.weight_offset or self.flush or self.norm_input
+        )
 
     def flushes(self, storage: Any) -> frozenset[str]:
         """Where subnormals of storage dtype ``storage`` may be flushed ("input", "output")."""
@@ -798,8 +805,20 @@ def rmsnorm_drift(x: Any, weight: Any, eps: float) -> Bound:
 
 
 @_shadows
-def rmsnorm_vjp(x: Any, weight: Any, eps: float, grad_out: Any, dtype: Any) -> tuple[Bound, Bound]:
+def rmsnorm_vjp(
+    x: Any,
+    weight: Any,
+    eps: float,
+    grad_out: Any,
+    dtype: Any,
+    *,
+    x_error: np.ndarray | None = None,
+    grad_in: Any = None,
+) -> tuple[Bound, Bound]:
     """Bounds for the RMSNorm VJP: dx = r·w⊙g − (r³/D)·x·A, A = Σ_j g_j w_j x_j;  dw = Σ_rows g⊙x·r.
+
+    ``x_error``: the backward reads x within ±x_error (AddRMSNorm: the sum h, rounded or not; else x as declared);
+    ``grad_in``: a cotangent added to dx in c, rounded to t (AddRMSNorm: the stream's own, g_h).
 
     Derivation: autograd in c (or in t for HF's bf16 multiply: the products g·w and g·(x·r) may be rounded
     to t); r carries the forward relative error (see :func:`rmsnorm`), r³ three times it; A is a D-term dot
@@ -809,7 +828,7 @@ def rmsnorm_vjp(x: Any, weight: Any, eps: float, grad_out: Any, dtype: Any) -> t
     p = _P(fmt(dtype).dtype)
     X, w, G = _exact(x), _exact(weight), _exact(grad_out)
     D = X.shape[-1]
-    xs = _given(X, p)
+    xs = _given(X, p) if x_error is None else _E(X, x_error, x_error)
     S = np.sum(X**2, axis=-1, keepdims=True)
     with np.errstate(all="ignore"):
         v = S / D + eps
@@ -839,6 +858,8 @@ def rmsnorm_vjp(x: Any, weight: Any, eps: float, grad_out: Any, dtype: Any) -> t
     term1 = _op(_mul(r_e, gw), p)
     term2 = _op(_mul(_op(_mul(r3, A), p, 2), xs), p).map(lambda a: a / D)
     dx = _to_t(_op(_E(term1.v - term2.v, term1.ea + term2.ea, term1.ep + term2.ep), p), p)
+    if grad_in is not None:  # one more addition in c, rounded to t
+        dx = _to_t(_op(_add(dx, _given(_exact(grad_in), p)), p), p)
     xr = _to_t(_op(_mul(xs, r_e), p), p)
     gxr = _to_t(_op(_mul(gs, xr), p), p)
     N = int(np.prod(X.shape[:-1]))
@@ -846,9 +867,89 @@ def rmsnorm_vjp(x: Any, weight: Any, eps: float, grad_out: Any, dtype: Any) -> t
     dw = _contract(flat, _E.exact(np.ones(flat.v.shape[0])), "nd,n->d", max(N, 1), p)
     core = "0.5 + δ: first-order propagation of u_c, u_t roundings through dx = r·w⊙g − r³/D·x·A (any order)"
     return (
-        _finish(dx, p, "rmsnorm_vjp.dx", core, f"D={D}", roundings_t=4),
+        _finish(dx, p, "rmsnorm_vjp.dx", core, f"D={D}", roundings_t=4 if grad_in is None else 5),
         _finish(dw, p, "rmsnorm_vjp.dw", "0.5 + δ: Σ_rows g⊙x·r, γ_N (any order)", f"D={D}, N={N}", roundings_t=4),
     )
+
+
+# ------------------------------------------------------------------------------------- AddRMSNorm
+# h = x + r and y = RMSNorm(h), judged against the golden values of the exact sum (golden.add_rmsnorm). Two orders
+# are accepted and a module may declare one (``norm_input``): the norm reads the h it returns, rounded to t (unfused:
+# vLLM's fused_add_rms_norm, Liger), or the unrounded sum in c (fused fp32 kernels, ONNX Runtime's skip norm).
+ADD_RMSNORM_FORMULA = (
+    "the RMSNorm bound of a norm that reads ĥ, |ĥ − h| ≤ e: e = ½·ulp_t(h) (rounded h) | u_c·|h| (the sum in c) | "
+    "their maximum (undeclared)"
+)
+
+
+def _sum_bound(X: np.ndarray, R: np.ndarray, p: _P) -> tuple[Bound, np.ndarray]:
+    """(bound of the stored h, the error e of the ĥ its norm reads). The sum in c errs by u_c·|h| (an addition has
+    no underflow error: a sum in the subnormal range is exact) plus the errors of x and r as declared (demoted,
+    flushed: :func:`_given`). Stored in t it is correctly rounded — c holds ≥ 2p_t + 2 bits, so rounding in c, then
+    to t, is one rounding (½ ULP) — unless declared inputs err (then the rounding in c counts too); demoted, the
+    sum in c is stored exactly."""
+    H = X + R  # float64 (a float64 sum of fp64 inputs errs by 2^-53 relative: far below every allowance here)
+    given = _add(_given(X, p), _given(R, p))
+    in_c = _round(given, p.uc)
+    exact_in = _given_error(X, p) is None and _given_error(R, p) is None
+    stored = in_c if p.demoted or (p.narrow and not exact_in) else given
+    hb = _finish(stored, p, "add_rmsnorm.h", "½·ulp_t(h): x + r rounded once", f"D={H.shape[-1]}")
+    rounded, summed = hb.abs, in_c.ea  # what an unfused and a fused norm read
+    e = {"rounded": rounded, "sum": summed}.get(p.a.norm_input or "", np.maximum(rounded, summed))
+    return hb, e
+
+
+@_shadows
+def add_rmsnorm(x: Any, residual: Any, weight: Any, eps: float, dtype: Any) -> tuple[Bound, Bound]:
+    """Bounds for AddRMSNorm (y, h) against golden.add_rmsnorm: h = x + r, y = RMSNorm of the exact sum.
+
+    h: one addition, correctly rounded to t (a rounding in c ≥ 2p_t + 2 bits then to t is one rounding): ½ ULP.
+    y: :func:`rmsnorm`'s analysis of a norm whose input ĥ errs by e per element — ĥ = fl_t(h), e = ½·ulp_t(h)
+    (unfused), or ĥ = fl_c(x + r), e = u_c·|h| (fused), the larger when the module declares neither — propagated
+    through r = (Σĥ²/D + ε)^-½ and ĥ·r·w (first order, both terms). Rows where h overflows t are not judged (an
+    unfused norm reads ±inf there).
+    """
+    p = _P(fmt(dtype).dtype)
+    X, R, w = _exact(x), _exact(residual), _exact(weight)
+    hb, e = _sum_bound(X, R, p)
+    h = X + R
+    y, sq_over = _rmsnorm_e(_E(h, e, e), w, float(eps), p)
+    over = _row_overflow([h, y.v], p, X.shape[:-1]) | sq_over
+    ov = over[..., None] & np.ones(X.shape, dtype=bool)
+    declared = p.a.norm_input or "either"
+    yb = _finish(y, p, "add_rmsnorm.y", f"{ADD_RMSNORM_FORMULA} [{declared}]", f"D={X.shape[-1]}", overflow=ov)
+    return yb, hb
+
+
+@_shadows
+def add_rmsnorm_from_h(h: Any, weight: Any, eps: float, dtype: Any) -> Bound:
+    """Bound for AddRMSNorm's y against the golden RMSNorm of the h it *returned* (h_t, exact in t).
+
+    A norm reading h_t is RMSNorm of h_t: :func:`rmsnorm`'s bound. A fused norm reads ŝ = fl_c(x + r) instead,
+    |ŝ − h_t| ≤ |ŝ − s| + |s − h_t| ≤ (u_c + u_t)·|s| ≤ (u_c + u_t)·|h_t|/(1 − u_t) for 16-bit t; where c is t (or
+    narrower: declared) ŝ is h_t itself. Declared "rounded": the plain RMSNorm bound."""
+    p = _P(fmt(dtype).dtype)
+    H, w = _exact(h), _exact(weight)
+    if p.a.norm_input == "rounded" or not p.narrow:
+        return rmsnorm(H, w, eps, dtype)
+    with np.errstate(invalid="ignore"):
+        e = np.nan_to_num((p.uc + p.ut) * np.abs(H) / (1 - p.ut), nan=np.inf)
+    y, sq_over = _rmsnorm_e(_E(H, e, e), w, float(eps), p)
+    over = (_row_overflow([H, y.v], p, H.shape[:-1]) | sq_over)[..., None] & np.ones(H.shape, dtype=bool)
+    text = "the RMSNorm bound of a norm reading ĥ, |ĥ − h| ≤ (u_c + u_t)·|h|/(1 − u_t) (a fused sum in c)"
+    return _finish(y, p, "add_rmsnorm.y", text, f"D={H.shape[-1]}", overflow=over)
+
+
+@_shadows
+def add_rmsnorm_vjp(
+    x: Any, residual: Any, weight: Any, eps: float, grad_y: Any, grad_h: Any, dtype: Any
+) -> tuple[Bound, Bound]:
+    """Bounds for AddRMSNorm's VJP (d for x and for the residual — one gradient —, dw) against golden.add_rmsnorm_vjp:
+    :func:`rmsnorm_vjp` at the sum h, read within the forward's e (:func:`add_rmsnorm`), with g_h added to dx."""
+    p = _P(fmt(dtype).dtype)
+    X, R = _exact(x), _exact(residual)
+    _, e = _sum_bound(X, R, p)
+    return rmsnorm_vjp(X + R, weight, eps, grad_y, dtype, x_error=e, grad_in=grad_h)
 
 
 # ----------------------------------------------------------------------------------------- SwiGLU

@@ -18,7 +18,7 @@ from golden.formats import fmt
 from properties.commands import results, teach
 from properties.commands.render import markdown
 from properties.gallery import KINDS, PITFALLS
-from properties.running.loading import load
+from properties.running.loading import COMPONENTS, load
 from properties.running.runner import LAWS
 from properties.running.session import RunOptions
 
@@ -30,6 +30,7 @@ COURSE = (  # the course table of tests/conformance/test_modules.py
     "bf16_accumulation",
     "swapped_gate_up",
     "gelu_instead_of_silu",
+    "add_norm_normalized_stream",
 )
 STEPS = ("heads", "rope_tables", "rope", "expand_kv", "scores", "mask", "attend")  # nanolm_core.Attention's seams
 STATE_IS_THE_BUG = {"swiglu_bias"}  # its parameters are the mistake (extra biases)
@@ -41,7 +42,7 @@ def _classes(p):
 
 
 def test_catalogue_covers_every_component_and_kind():
-    assert {p.component for p in PITFALLS.values()} == {"RMSNorm", "SwiGLU", "Block", "Module"}
+    assert {p.component for p in PITFALLS.values()} == {*COMPONENTS, "Module"}
     assert {p.kind for p in PITFALLS.values()} == set(KINDS)
     assert set(COURSE) <= set(PITFALLS)  # the course mistakes tests/conformance/test_modules.py runs
 
@@ -77,11 +78,14 @@ def test_pitfall_module_follows_the_contract(name):
     component = _defined(p)
     assert impl.provided == (component,)
     config = nanolm_core.ModelConfig(dim=32, n_heads=4, n_kv_heads=2, max_seq_len=8)
-    args = {"RMSNorm": (32,), "SwiGLU": (32, 96), "Block": (config,)}[component]
+    args = {"RMSNorm": (32,), "SwiGLU": (32, 96), "Block": (config,), "AddRMSNorm": (32,)}[component]
     wrong, ref = impl.factory(component)(*args), getattr(nanolm_core, component)(*args)
     if name not in STATE_IS_THE_BUG:
         assert sorted(wrong.state_dict()) == sorted(ref.state_dict())
     x = torch.randn(2, 3, 32)
+    if component == "AddRMSNorm":  # two inputs, two outputs (y, h)
+        assert [t.shape for t in wrong(x, torch.randn(2, 3, 32))] == [x.shape, x.shape]
+        return
     assert wrong(x).shape == x.shape
 
 

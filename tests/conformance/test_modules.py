@@ -35,6 +35,7 @@ def test_every_course_test_runs_a_law_with_an_entry_it_must_catch():
 def test_every_course_test_runs_a_law_in_every_dtype_of_that_law():
     """No course test is parametrized over a dtype its law does not define (such a test could only skip)."""
     for name, law_id in course.COURSE.items():
-        marks = getattr(course.TestRMSNorm, name, None) or getattr(course.TestSwiGLU, name)
+        cls = next(c for c in (course.TestRMSNorm, course.TestSwiGLU, course.TestAddRMSNorm) if hasattr(c, name))
+        marks = getattr(cls, name)
         (param,) = [m for m in marks.pytestmark if m.name == "parametrize"]
         assert [p.values[0] for p in param.args[1]] == list(LAWS[law_id].dtypes), name

@@ -26,8 +26,7 @@ def tiny_budget(monkeypatch):
 def test_a_holding_law_stops_at_the_search_budget_and_passes(tiny_budget):
     result = run_law(LAWS[LAW], load("nanolm_core"), dtype="fp32", profile=tiny_budget, seed=1)
     assert result.status == "passed", result.message
-    assert 1 <= result.examples < 10_000
-    assert result.duration < 30  # 0.5 s of search, plus the one example in flight and the run's set-up
+    assert 1 <= result.examples < 10_000  # stopped by the budget, not by max_examples (its time: no verdict here)
     assert result.measurements["search"] == (
         f"stopped after {result.examples} examples by the 0.5 s search budget of profile budgeted"
     )

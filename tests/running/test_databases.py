@@ -84,12 +84,15 @@ def redis_url(tmp_path: Path):
         str(tmp_path),
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
+    deadline = time.monotonic() + 120  # a safety net, not a measurement: the server starts in milliseconds when idle
+    while True:
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
             break
         except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"redis-server on port {port} did not accept connections (exit status {proc.poll()})")
             time.sleep(0.1)
     try:
         yield f"redis://127.0.0.1:{port}/0"

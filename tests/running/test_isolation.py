@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -88,12 +87,13 @@ def test_a_hostile_forward_ends_in_a_failed_result_with_its_cause(command, modul
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_hanging_forward_is_a_timeout_within_the_limit(command, tmp_path, monkeypatch, capsys):
-    start = time.perf_counter()
-    status, failed = _run(command, "hangs", tmp_path, monkeypatch, capsys, "--timeout", "3")
-    assert time.perf_counter() - start < 60
+    """The hang ends at the per-law limit (its message names it); how long the whole run took is no verdict here —
+    a loaded machine may start the workers slowly. 15 s: the reference beside it (compare) must finish its laws
+    within the limit on a loaded machine too."""
+    status, failed = _run(command, "hangs", tmp_path, monkeypatch, capsys, "--timeout", "15")
     assert status == 1
     [(cause, message)] = failed
-    assert cause == "timeout" and "no verdict within 3 s (the per-law time limit" in message
+    assert cause == "timeout" and "no verdict within 15 s (the per-law time limit" in message
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -135,8 +135,10 @@ def test_a_signal_still_writes_the_table_and_a_partial_report(signum, tmp_path):
     cmd = [sys.executable, "-m", "properties.entry.cli", "check", "--profile", "ci", "--json", str(report)]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert "checking nanolm_core" in proc.stdout.readline()  # the worker has loaded the implementation
-    time.sleep(5)  # some laws have finished, most have not
-    proc.send_signal(signum)
+    for line in proc.stderr:  # off a terminal: one line per finished law — wait for the first, however long it takes
+        if line.startswith("[1/"):
+            break
+    proc.send_signal(signum)  # one law has finished, most have not
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signum, err
     assert "\nlaw " in "\n" + out and f"interrupted by {signal.Signals(signum).name}" in out

@@ -23,7 +23,7 @@ def test_default_is_the_reference_with_all_components(monkeypatch):
     monkeypatch.delenv("NANOLM_IMPL", raising=False)
     impl = load()
     assert impl.module.__name__ == "nanolm_core"
-    assert impl.provided == ("RMSNorm", "SwiGLU", "Block")
+    assert impl.provided == ("RMSNorm", "SwiGLU", "Block", "AddRMSNorm")
 
 
 def test_a_py_file_path_loads_and_missing_components_are_not_provided():
@@ -41,7 +41,7 @@ def test_dotted_module_loads():
     ("spec", "message"),
     [
         ("no_such_module_xyz", "cannot import implementation 'no_such_module_xyz'"),
-        ("tests.impls.nothing", "defines none of RMSNorm, SwiGLU, Block"),
+        ("tests.impls.nothing", "defines none of RMSNorm, SwiGLU, Block, AddRMSNorm"),
         ("tests.impls.broken_import", "RuntimeError: this module is broken on purpose"),
         ("/no/such/file.py", "does not exist"),
     ],

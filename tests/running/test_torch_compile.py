@@ -27,14 +27,14 @@ EPS = 1e-6
 
 def test_torch_compile_is_an_adapter_providing_every_component_with_its_conventions() -> None:
     impl = load("torch-compile")
-    assert impl.provided == ("RMSNorm", "SwiGLU", "Block")
+    assert impl.provided == ("RMSNorm", "SwiGLU", "Block", "AddRMSNorm")
     for component in impl.provided:
         assert {"formula", "rounding", "compute_dtype", "source"} <= set(impl.convention(component))
 
 
 def test_state_dict_names_are_the_references() -> None:
     cfg = nanolm_core.ModelConfig(dim=32, n_heads=4, n_kv_heads=2, ffn_dim=48)
-    for name, args in (("RMSNorm", (32,)), ("SwiGLU", (32, 48)), ("Block", (cfg,))):
+    for name, args in (("RMSNorm", (32,)), ("SwiGLU", (32, 48)), ("Block", (cfg,)), ("AddRMSNorm", (32,))):
         ours, ref = getattr(torch_compile, name)(*args), getattr(nanolm_core, name)(*args)
         assert list(ours.state_dict()) == list(ref.state_dict())
 

@@ -1,6 +1,7 @@
 """The laws, one module per component. Importing this package registers them all in ``LAWS``."""
 
 from properties.library.laws import (  # noqa: F401
+    add_rmsnorm,
     block,
     budget,
     devices,

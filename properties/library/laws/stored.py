@@ -15,9 +15,10 @@ import torch
 import golden
 from golden import corpus
 from golden.formats import fmt
-from properties.library.assertions import assert_matches_golden
+from properties.library.assertions import assert_bitwise_equal, assert_matches_golden
 from properties.library.context import NotApplicable, SuiteDataError, count_examples, current, describe
-from properties.library.harness import block_forward, rmsnorm_forward, swiglu_forward
+from properties.library.harness import add_rmsnorm_forward, block_forward, rmsnorm_forward, swiglu_forward
+from properties.library.laws.add_rmsnorm import rounded_once
 from properties.library.subject import Implementation
 from properties.library.table import law
 from properties.numerics import bounds
@@ -88,3 +89,15 @@ def block_matches_stored_golden(impl: Implementation, dtype: DType, device: str)
         assert_matches_golden(
             y, case.golden, bounds.block(x, params, config, dtype, random_weights=True), what=f"out [{case.id}]"
         )
+
+
+# ------------------------------------------------------------------------------------------ AddRMSNorm
+@law("AddRMSNorm")
+def add_rmsnorm_matches_stored_golden(impl: Implementation, dtype: DType, device: str) -> None:
+    """On every stored AddRMSNorm case (D = 8192), |y − golden| ≤ bounds.add_rmsnorm and h = x + r rounded once."""
+    for case in stored("add_rmsnorm", dtype):
+        _note(case)
+        x, r, w, eps = case.tensor("x"), case.tensor("residual"), case.tensor("weight"), case.params["eps"]
+        y, h = add_rmsnorm_forward(impl, x, r, w, eps, dtype, device)
+        assert_bitwise_equal(h, rounded_once(x, r), what=f"h [{case.id}]", why="x + r rounded once")
+        assert_matches_golden(y, case.golden, bounds.add_rmsnorm(x, r, w, eps, dtype)[0], what=f"y [{case.id}]")

@@ -44,7 +44,9 @@ def _random_state(module: torch.nn.Module, gen: torch.Generator) -> dict[str, to
 
 def _pair(adapter: str, component: str, dtype: torch.dtype, seed: int = 0):
     """(reference module, adapter module), both in ``dtype`` with the same random weights."""
-    args = {"RMSNorm": (CONFIG.dim, 1e-6), "SwiGLU": (CONFIG.dim, CONFIG.ffn_dim), "Block": (CONFIG,)}[component]
+    args = {"RMSNorm": (CONFIG.dim, 1e-6), "SwiGLU": (CONFIG.dim, CONFIG.ffn_dim), "Block": (CONFIG,)}.get(
+        component, (CONFIG.dim, 1e-6)
+    )  # AddRMSNorm: (dim, eps) as RMSNorm
     ref = getattr(nanolm_core, component)(*args).to(dtype=dtype)
     mod = load(adapter).factory(component)(*args).to(dtype=dtype)
     state = _random_state(ref, torch.Generator().manual_seed(seed))
@@ -57,6 +59,13 @@ def _input(component: str, dtype: torch.dtype, seed: int = 1) -> torch.Tensor:
     gen = torch.Generator().manual_seed(seed)
     shape = (2, 9, CONFIG.dim) if component == "Block" else (5, 3, CONFIG.dim)
     return (torch.randn(shape, generator=gen, dtype=torch.float64) * 2 + 0.5).to(dtype)  # non-zero mean on purpose
+
+
+def _outputs(mod: torch.nn.Module, component: str, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The component's outputs for input x (AddRMSNorm: (y, h) for the branch x and a residual of x's shape)."""
+    if component == "AddRMSNorm":
+        return tuple(mod(x, _input(component, x.dtype, seed=7)))
+    return (mod(x),)
 
 
 def _cases():
@@ -86,7 +95,7 @@ def test_state_dict_names_are_exactly_the_contracts(adapter, component):
 
 @pytest.mark.parametrize(("adapter", "component"), CASES)
 def test_gains_are_initialised_to_one(adapter, component):
-    args = {"RMSNorm": (CONFIG.dim,), "SwiGLU": (CONFIG.dim, CONFIG.ffn_dim), "Block": (CONFIG,)}[component]
+    args = {"SwiGLU": (CONFIG.dim, CONFIG.ffn_dim), "Block": (CONFIG,)}.get(component, (CONFIG.dim,))
     mod = load(adapter).factory(component)(*args)
     gains = {k: v for k, v in mod.state_dict().items() if k.endswith("norm.weight") or k == "weight"}
     assert all(torch.equal(v, torch.ones_like(v)) for v in gains.values())
@@ -108,19 +117,22 @@ def test_output_keeps_shape_dtype_and_leaves_the_input_alone(adapter, component,
     x = _input(component, dtype)
     before = x.clone()
     try:
-        y = mod(x)
+        outs = _outputs(mod, component, x)
     except DtypeNotSupported as exc:  # declared: a skip of the laws, not a contract failure
         assert not load(adapter).conventions[component].supports(dtype)
         pytest.skip(str(exc))
-    assert (y.shape, y.dtype, y.device) == (x.shape, x.dtype, x.device)
+    for y in outs:
+        assert (y.shape, y.dtype, y.device) == (x.shape, x.dtype, x.device)
+        assert torch.isfinite(y).all()
     assert torch.equal(x, before)
-    assert torch.isfinite(y).all()
 
 
 @pytest.mark.parametrize(("adapter", "component"), CASES)
 def test_gradients_reach_the_contract_parameters(adapter, component):
-    _, mod = _pair(adapter, component, torch.float64)
-    mod(_input(component, torch.float64)).square().sum().backward()
+    supports = load(adapter).conventions[component].supports
+    dtype = torch.float64 if supports(torch.float64) else torch.float32  # (ONNX Runtime's skip norm has no fp64)
+    _, mod = _pair(adapter, component, dtype)
+    sum(y.square().sum() for y in _outputs(mod, component, _input(component, dtype))).backward()
     missing = [n for n, p in mod.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
     assert not missing
 
@@ -260,7 +272,7 @@ def test_hf_llama_block_is_causal():
 
 def test_liger_imports_everywhere_and_says_why_it_skips():
     impl = load("liger")
-    assert impl.provided == ("RMSNorm", "SwiGLU")
+    assert impl.provided == ("RMSNorm", "SwiGLU", "AddRMSNorm")
     from properties.adapters import liger
 
     if liger.skip_reason() is None:
@@ -335,6 +347,26 @@ def test_onnxruntime_rmsnorm_is_within_the_bound_and_skips_bf16():
     _, mod = _pair("onnxruntime", "RMSNorm", torch.bfloat16)
     with pytest.raises(DtypeNotSupported, match="not bf16"):
         mod(_input("RMSNorm", torch.bfloat16))
+
+
+def test_onnxruntime_skip_norm_returns_the_sum_and_normalises_it_unrounded():
+    """SkipSimplifiedLayerNormalization: h is x + r rounded once; y is the norm of the fp32 sum (the fused order:
+    its declared norm_input), which differs from the norm of the rounded h on a quarter of the fp16 elements."""
+    pytest.importorskip("onnxruntime")
+    from nanolm_core.modules import rms_norm
+
+    gen = torch.Generator().manual_seed(3)
+    r = (torch.randn(8, 1024, generator=gen, dtype=torch.float64) * 4 + 1).half()
+    x = (torch.randn(8, 1024, generator=gen, dtype=torch.float64) / 16).half()
+    _, mod = _pair("onnxruntime", "AddRMSNorm", torch.float16)
+    mod = type(mod)(1024).half()
+    y, h = (t.detach() for t in mod(x, r))
+    assert torch.equal(h, x + r)
+    fused, unfused = rms_norm(x.float() + r.float(), mod.weight, 1e-6).half(), rms_norm(x + r, mod.weight, 1e-6)
+    assert (y == fused).double().mean() > 0.99 > 0.9 > (y == unfused).double().mean()
+    assert load("onnxruntime").conventions["AddRMSNorm"].norm_input == "sum"
+    with pytest.raises(DtypeNotSupported, match="not bf16"):
+        mod.bfloat16()(x.bfloat16(), r.bfloat16())
 
 
 @pytest.mark.parametrize("adapter", ["timm", "torchtune"])
