@@ -286,6 +286,12 @@ PITFALLS: dict[str, Pitfall] = dict([
            "in-place add and norm: fp32's .float() is no copy"),
     _entry("add_norm_stream_gradient_dropped", "AddRMSNorm.add_rmsnorm_gradients_match_golden", "fp32", TEST,
            "d(residual) without the stream's own gradient"),
+    _entry("add_norm_reused_buffers", "AddRMSNorm.add_rmsnorm_matches_golden", "fp32", REAL,
+           "y and h in buffers the next call overwrites (held outputs)"),
+    _entry("add_norm_flattened_views", "AddRMSNorm.add_rmsnorm_gradients_match_golden", "fp32", REAL,
+           "inputs flattened by view: x.grad and r.grad share storage"),
+    _entry("add_norm_grid_rows_capped", "AddRMSNorm.add_rmsnorm_matches_golden_at_code_path_sizes", "fp32", REAL,
+           "a grid capped at 65,535 rows: y and h past it unwritten"),
 ])
 # fmt: on
 

@@ -720,9 +720,19 @@ def between(a: Bound, b: Bound | None = None, *, formula: str | None = None) -> 
     b = a if b is None else b
     pw = None if a.pairwise is None or b.pairwise is None else a.pairwise + b.pairwise
     ov = None if a.overflow is None and b.overflow is None else _either(a.overflow, b.overflow, a.abs.shape)
-    text = formula or (f"2·({a.formula})" if b is a else f"({a.formula}) + ({b.formula})")
+    text = formula or (f"2·({a.formula})" if b is a else _sum_text(a.formula, b.formula))
     alt = {k: v + b.alternatives[k] for k, v in (a.alternatives or {}).items() if k in (b.alternatives or {})}
     return Bound(a.abs + b.abs, None, text, a.component, a.dtype, ov, pw, alt or None)
+
+
+def _sum_text(a: str, b: str) -> str:
+    """ "(a) + (b)"; a formula that differs from the other only in its bracketed note (dtype, shape) is printed
+    once, with both notes: a failure message gives each formula once."""
+    core, sep, note_a = a.rpartition(" [")
+    other, _, note_b = b.rpartition(" [")
+    if sep and core == other:
+        return f"b₁ + b₂, each {core} [{note_a} and [{note_b}"
+    return f"({a}) + ({b})"
 
 
 def _either(m1: np.ndarray | None, m2: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:

@@ -24,6 +24,8 @@ STRUCTURAL = {  # laws that never look at output values: an all-NaN module satis
     "Block.block_does_not_modify_input",
     "Block.block_has_llama_parameter_count",
     "Block.block_ffn_dim_is_8d_over_3",
+    "AddRMSNorm.add_rmsnorm_preserves_shape_dtype_device",
+    "AddRMSNorm.add_rmsnorm_outputs_are_new_tensors",
 }
 
 

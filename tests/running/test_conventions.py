@@ -41,7 +41,7 @@ def test_a_declaration_is_parsed_into_typed_values():
     )
     assert c.compute(torch.float64) == "fp32" and c.compute("fp16") == "fp32" and c.compute("fp32") == "fp32"
     assert (c.eps_dtype, c.eps_placement) == ("bf16", "inside")
-    assert c.flushes("fp16") == frozenset({"output"}) and c.flush_subnormals == {k: {"output"} for k in NAMES}
+    assert c.flushes("fp16") == frozenset({"output"}) and c.flush_subnormals == {name: {"output"} for name in NAMES}
     assert (c.weight_offset, c.roundings, c.reduction, c.accumulation_dtype) == (1.0, 2, "pairwise", "compute")
     assert c.dtypes == ("fp32", "bf16") and c.supports("bf16") and not c.supports(torch.float16)
     assert c.text == {"formula": "y = …"}

@@ -19,9 +19,18 @@ import torch
 
 import golden
 from properties.library import strategies as S
-from properties.library.assertions import assert_matches_golden
+from properties.library.assertions import assert_bitwise_equal, assert_matches_golden
 from properties.library.context import count_examples, describe
-from properties.library.harness import backward, block_forward, build_rmsnorm, build_swiglu, call
+from properties.library.harness import (
+    backward,
+    block_forward,
+    build_add_rmsnorm,
+    build_rmsnorm,
+    build_swiglu,
+    call,
+    call_pair,
+)
+from properties.library.laws.add_rmsnorm import rounded_once
 from properties.library.subject import Implementation
 from properties.library.table import law
 from properties.numerics import bounds
@@ -101,3 +110,29 @@ def block_matches_golden_at_code_path_sizes(impl: Implementation, dtype: DType, 
         b = bounds.block(xs, c.params, c.config, dtype, random_weights=True)
         what = f"out [{c.name}] sequences {idx.tolist()}"
         assert_matches_golden(y[idx.to(y.device)], golden.block(xs, c.params, c.config), b, what=what)
+
+
+# ------------------------------------------------------------------------------------------ AddRMSNorm
+@law("AddRMSNorm", cost=4)
+def add_rmsnorm_matches_golden_at_code_path_sizes(impl: Implementation, dtype: DType, device: str) -> None:
+    """On 2^16 + 1 rows (D = 8) and 5 rows of D = 4097 (2^12 + 1), y matches golden within bounds.add_rmsnorm, h is
+    x + r rounded once, and dx = dr (random cotangents of y and h) match golden.add_rmsnorm_vjp on the first, last,
+    every power-of-two-boundary and random rows."""
+    for c in _cases("AddRMSNorm", dtype):
+        w, r = c.params["weight"], c.params["residual"]
+        module = build_add_rmsnorm(impl, w, c.eps, dtype, device)
+        y, h = call_pair(module, c.x.to(device), r.to(device))
+        xd, rd = (t.to(device).requires_grad_(True) for t in (c.x, r))
+        gy, gh = (S.cotangent(tuple(c.x.shape), dtype, c.x.shape[0] + k) for k in range(2))
+        yd, hd = call_pair(module, xd, rd, grad=True)
+        dx, dr = backward((yd, hd), (gy.to(device), gh.to(device)), [xd, rd], component="AddRMSNorm")
+        idx = S.sampled_rows(c.x.shape[0], c.x.shape[-1])
+        xs, rs, gys, ghs = (_rows(t, idx) for t in (c.x, r, gy, gh))
+        what = f"[{c.name}] rows {idx.tolist()}"
+        assert_bitwise_equal(_rows(h, idx), rounded_once(xs, rs), what=f"h {what}", why="x + r rounded once")
+        gold, _ = golden.add_rmsnorm(xs, rs, w, c.eps)
+        assert_matches_golden(_rows(y, idx), gold, bounds.add_rmsnorm(xs, rs, w, c.eps, dtype)[0], what=f"y {what}")
+        gd, _ = golden.add_rmsnorm_vjp(xs, rs, w, c.eps, gys, ghs)
+        bd, _ = bounds.add_rmsnorm_vjp(xs, rs, w, c.eps, gys, ghs, dtype)
+        for name, d in (("dx", dx), ("d(residual)", dr)):
+            assert_matches_golden(_rows(d, idx), gd, bd, what=f"{name} {what}", record=False)

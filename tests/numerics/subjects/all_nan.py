@@ -25,3 +25,9 @@ class SwiGLU(nanolm_core.SwiGLU):
 class Block(nanolm_core.Block):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return _nan(super().forward(x))
+
+
+class AddRMSNorm(nanolm_core.AddRMSNorm):
+    def forward(self, x: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y, h = super().forward(x, residual)
+        return _nan(y), _nan(h)
