@@ -256,6 +256,11 @@ PITFALLS: dict[str, Pitfall] = dict([
            "softmax as exp(s)/Σexp(s): NaN at logits of ±4096"),
     _entry("attention_backward_exp_in_half", "Block.block_jacobian_is_identity_plus_branch", "fp16", REAL,
            "backward recomputes exp(s) in fp16: NaN past logit 11"),
+    # Batch invariance, a declared property (issue 22): the laws require it where the module declares it.
+    _entry("swiglu_batch_variant", "SwiGLU.swiglu_is_batch_invariant", "fp32", REAL,
+           "declared batch-invariant, split-K by the token count"),
+    _entry("block_batch_variant", "Block.block_is_batch_invariant", "fp32", REAL,
+           "declared batch-invariant, FFN split by the batch size"),
     # The module as a whole.
     _entry("threads_at_import", "Module.module_import_leaves_torch_state_unchanged", "fp32", REAL,
            "torch's thread count changed at import"),

@@ -54,6 +54,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import functools
 import math
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -92,6 +93,7 @@ __all__ = [
     "rmsnorm_row_sum",
     "rmsnorm_scale_invariance",
     "rmsnorm_vjp",
+    "shadowed",
     "silu",
     "silu_gate",
     "swiglu",
@@ -115,6 +117,8 @@ class Bound:
     ``dtype``     errors are also measured in ULPs of this dtype (None: a derived quantity, absolute errors);
     ``overflow``  True where an accepted convention overflows in an intermediate (bound +inf: not judged);
     ``pairwise``  the tight reference: the same analysis with pairwise reductions (≤ ``abs``; reported only).
+    ``alternatives`` {name: abs} of the same bound under other declared arithmetics (:func:`shadowed`; reported only:
+                  whether the measurements needed a declaration).
     """
 
     abs: np.ndarray
@@ -124,6 +128,7 @@ class Bound:
     dtype: torch.dtype | None = None
     overflow: np.ndarray | None = None
     pairwise: np.ndarray | None = None
+    alternatives: Mapping[str, np.ndarray] | None = None  # name → ``abs`` under another declaration (:func:`shadowed`)
 
     @property
     def max_ulps(self) -> float:
@@ -241,6 +246,50 @@ def declared(arithmetic: Arithmetic | None) -> Iterator[Arithmetic]:
         yield declared_arithmetic()
     finally:
         _ARITHMETIC.reset(token)
+
+
+_SHADOWS: contextvars.ContextVar[Mapping[str, Arithmetic] | None] = contextvars.ContextVar(
+    "nanolm_shadows", default=None
+)
+
+
+@contextlib.contextmanager
+def shadowed(alternatives: Mapping[str, Arithmetic]) -> Iterator[None]:
+    """Every bound computed inside the block also carries its ``abs`` under each of ``alternatives`` (name →
+    arithmetic) in ``Bound.alternatives``: the law runner asks for the arithmetic without each declaration, so a
+    run can tell whether its measurements needed it. Nothing is judged against them."""
+    token = _SHADOWS.set(dict(alternatives) or None)
+    try:
+        yield
+    finally:
+        _SHADOWS.reset(token)
+
+
+def _shadows(fn: Any) -> Any:
+    """A public bound function that, under :func:`shadowed`, also evaluates itself under each alternative
+    arithmetic (once, at the outermost call: the bounds it calls inside are not shadowed again)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        alternatives = _SHADOWS.get()
+        if not alternatives:
+            return fn(*args, **kwargs)
+        token = _SHADOWS.set(None)
+        try:
+            out = fn(*args, **kwargs)
+            others = {}
+            for name, arithmetic in alternatives.items():
+                with declared(arithmetic):
+                    others[name] = fn(*args, **kwargs)
+        finally:
+            _SHADOWS.reset(token)
+        if isinstance(out, Bound):
+            return dataclasses.replace(out, alternatives={k: b.abs for k, b in others.items()})
+        return tuple(
+            dataclasses.replace(b, alternatives={k: o[i].abs for k, o in others.items()}) for i, b in enumerate(out)
+        )
+
+    return wrapper
 
 
 def compute_dtype(dtype: Any) -> torch.dtype:
@@ -644,6 +693,7 @@ RMSNORM_FORMULA = (
 )
 
 
+@_shadows
 def rmsnorm(x: Any, weight: Any, eps: float, dtype: Any) -> Bound:
     """Bound for RMSNorm y = x·r·w, r = (Σx²/D + ε)^(-1/2), output in dtype t (compute in c).
 
@@ -671,7 +721,8 @@ def between(a: Bound, b: Bound | None = None, *, formula: str | None = None) -> 
     pw = None if a.pairwise is None or b.pairwise is None else a.pairwise + b.pairwise
     ov = None if a.overflow is None and b.overflow is None else _either(a.overflow, b.overflow, a.abs.shape)
     text = formula or (f"2·({a.formula})" if b is a else _sum_text(a.formula, b.formula))
-    return Bound(a.abs + b.abs, None, text, a.component, a.dtype, ov, pw)
+    alt = {k: v + b.alternatives[k] for k, v in (a.alternatives or {}).items() if k in (b.alternatives or {})}
+    return Bound(a.abs + b.abs, None, text, a.component, a.dtype, ov, pw, alt or None)
 
 
 def _sum_text(a: str, b: str) -> str:
@@ -696,6 +747,7 @@ def _rows(a: np.ndarray) -> np.ndarray:
     return a.reshape(-1, a.shape[-1])
 
 
+@_shadows
 def rmsnorm_norm(x: Any, eps: float, dtype: Any) -> Bound:
     """Bound on |‖y‖₂ − √(D·ms/(ms+ε))| per row for γ = 1: ‖bounds.rmsnorm of the row‖₂ (triangle inequality:
     |‖ŷ‖ − ‖y‖| ≤ ‖ŷ − y‖) + 4(D+2)·u_64·√(D·ms/(ms+ε)) (the verifier's fp64 norm and mean square)."""
@@ -711,6 +763,7 @@ def rmsnorm_norm(x: Any, eps: float, dtype: Any) -> Bound:
     return Bound(np.where(ov, np.inf, norms[0]), None, text, "rmsnorm", None, ov, norms[1])
 
 
+@_shadows
 def rmsnorm_scale_invariance(x: Any, weight: Any, eps: float, log2_alpha: int, dtype: Any) -> Bound:
     """Bound on |f(α·x) − f(x)|, α = 2^k: b(x) + b(αx) + the exact change |xγ|·|(ms+ε/α²)^-½ − (ms+ε)^-½|.
 
@@ -729,6 +782,7 @@ def rmsnorm_scale_invariance(x: Any, weight: Any, eps: float, log2_alpha: int, d
     return Bound(s.abs + drift, None, text, "rmsnorm", s.dtype, s.overflow, s.pairwise + drift)
 
 
+@_shadows
 def rmsnorm_gamma_scaling(x: Any, weight: Any, eps: float, dtype: Any) -> Bound:
     """Bound on |f_γ(x) − γ⊙f_1(x)|: b_γ + |γ|·b_1 + u_64·|γ|·(|x·r| + b_1) (the verifier's fp64 product γ⊙f_1)."""
     X, w = _exact(x), _exact(weight)
@@ -741,6 +795,7 @@ def rmsnorm_gamma_scaling(x: Any, weight: Any, eps: float, dtype: Any) -> Bound:
     return Bound(bg.abs + aw * b1.abs + prod, None, f"b_γ + |γ|·b_1, b: {bg.formula}", "rmsnorm", bg.dtype, ov, pw)
 
 
+@_shadows
 def rmsnorm_row_sum(x: Any, eps: float, dtype: Any) -> Bound:
     """Bound on |Σ_i y_i − Σ_i x_i/√(ms+ε)| per row (γ = 1): Σ_i bound_i + 4(D+2)·u_64·Σ|x|/√(ms+ε) (fp64 sums)."""
     X = _rows(_exact(x))
@@ -753,11 +808,13 @@ def rmsnorm_row_sum(x: Any, eps: float, dtype: Any) -> Bound:
     return Bound(sums[0], None, text, "rmsnorm", None, ov, sums[1])
 
 
+@_shadows
 def rmsnorm_drift(x: Any, weight: Any, eps: float) -> Bound:
     """Bound on |f_bf16(x) − f_fp32(x)| for bf16 x and γ: b_bf16 + b_fp32 (both against one golden), in bf16 ULPs."""
     return between(rmsnorm(x, weight, eps, torch.bfloat16), rmsnorm(x, weight, eps, torch.float32))
 
 
+@_shadows
 def rmsnorm_vjp(
     x: Any,
     weight: Any,
@@ -852,6 +909,7 @@ def _sum_bound(X: np.ndarray, R: np.ndarray, p: _P) -> tuple[Bound, np.ndarray]:
     return hb, e
 
 
+@_shadows
 def add_rmsnorm(x: Any, residual: Any, weight: Any, eps: float, dtype: Any) -> tuple[Bound, Bound]:
     """Bounds for AddRMSNorm (y, h) against golden.add_rmsnorm: h = x + r, y = RMSNorm of the exact sum.
 
@@ -873,6 +931,7 @@ def add_rmsnorm(x: Any, residual: Any, weight: Any, eps: float, dtype: Any) -> t
     return yb, hb
 
 
+@_shadows
 def add_rmsnorm_from_h(h: Any, weight: Any, eps: float, dtype: Any) -> Bound:
     """Bound for AddRMSNorm's y against the golden RMSNorm of the h it *returned* (h_t, exact in t).
 
@@ -891,6 +950,7 @@ def add_rmsnorm_from_h(h: Any, weight: Any, eps: float, dtype: Any) -> Bound:
     return _finish(y, p, "add_rmsnorm.y", text, f"D={H.shape[-1]}", overflow=over)
 
 
+@_shadows
 def add_rmsnorm_vjp(
     x: Any, residual: Any, weight: Any, eps: float, grad_y: Any, grad_h: Any, dtype: Any
 ) -> tuple[Bound, Bound]:
@@ -903,6 +963,7 @@ def add_rmsnorm_vjp(
 
 
 # ----------------------------------------------------------------------------------------- SwiGLU
+@_shadows
 def swiglu(x: Any, w_gate: Any, w_up: Any, w_down: Any, dtype: Any, *, random_weights: bool = False) -> Bound:
     """Bound for SwiGLU y = W_d h, h = silu(g)⊙u, g = W_g x, u = W_u x, output in t.
 
@@ -930,6 +991,7 @@ def swiglu(x: Any, w_gate: Any, w_up: Any, w_down: Any, dtype: Any, *, random_we
     return _finish(y, p, "swiglu", core, f"D={D}, F={F}", roundings_t=6, overflow=ov)
 
 
+@_shadows
 def silu(z: Any, dtype: Any) -> Bound:
     """Bound for SiLU s = z·σ(z) evaluated in c: (exp, add, divide, multiply) ≤ 4u_c·|s| (the condition number
     |1 + z(1 − σ(z))| only matters for errors *in* z, which is exact here); convention z * sigmoid(z) in t rounds
@@ -948,6 +1010,7 @@ def _sigma_rounded(s: _E, Z: np.ndarray, p: _P) -> _E:
     return s.plus_error(p.ut * np.abs(s.v) + np.abs(Z) * p.tiny_t) if p.narrow else s
 
 
+@_shadows
 def silu_gate(x: Any, dtype: Any) -> Bound:
     """Bound for the exhaustive gate law y = silu(x)·x (SwiGLU with F = D = 1 and identity weights: g = u = x
     exactly): silu in c (4u_c, and underflow — e^(−x) overflowing fp32 for x < −88.7 makes torch's silu 0,
@@ -962,6 +1025,7 @@ def silu_gate(x: Any, dtype: Any) -> Bound:
     return _finish(y, p, "silu_gate", core, f"n={X.size}", roundings_t=3)
 
 
+@_shadows
 def swiglu_drift(x: Any, w_gate: Any, w_up: Any, w_down: Any) -> Bound:
     """Bound on |f_bf16 − f_fp32| on the same bf16 inputs and (random) weights: b_bf16 + b_fp32, in bf16 ULPs."""
     args = (x, w_gate, w_up, w_down)
@@ -969,6 +1033,7 @@ def swiglu_drift(x: Any, w_gate: Any, w_up: Any, w_down: Any) -> Bound:
     return between(b16, swiglu(*args, torch.float32, random_weights=True))
 
 
+@_shadows
 def swiglu_linearity(x: Any, w_gate: Any, w_up: Any, w_down: Any, w1: Any, w2: Any, dtype: Any) -> Bound:
     """Bound on |f(W) − (f(W₁) + f(W₂))| in W_down (W₂ = W − W₁ rounded to t): b(W) + b(W₁) + b(W₂) +
     |h|·|W − W₁ − W₂| (the rounding of W₂) + u_64·(|h||W₁| + |h||W₂| + b(W₁) + b(W₂)) (the verifier's fp64 sum).
@@ -994,6 +1059,7 @@ def swiglu_linearity(x: Any, w_gate: Any, w_up: Any, w_down: Any, w1: Any, w2: A
     return Bound(np.where(ov, np.inf, total[0]), None, text, "swiglu", fmt(dtype).dtype, ov, total[1])
 
 
+@_shadows
 def swiglu_vjp(x: Any, w_gate: Any, w_up: Any, w_down: Any, grad_out: Any, dtype: Any) -> tuple[Bound, ...]:
     """Bounds for the SwiGLU VJP (dx, dW_gate, dW_up, dW_down), same scheme as :func:`swiglu`, deterministic:
 
@@ -1087,6 +1153,7 @@ def _attention_e(a: _E, W: tuple[np.ndarray, ...], cfg: Any, p: _P, rnd: bool) -
     return _linear(o, wo, p, rnd)
 
 
+@_shadows
 def attention(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, config: Any, dtype: Any, *, random_weights: bool = False):
     """Bound for causal GQA attention with RoPE (see :func:`block` for the conventions covered)."""
     p = _P(fmt(dtype).dtype)
@@ -1097,6 +1164,7 @@ def attention(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, config: Any, dtype: An
     return _finish(out, p, "attention", core, note, roundings_t=12)
 
 
+@_shadows
 def block(x: Any, params: Mapping[str, Any], config: Any, dtype: Any, *, random_weights: bool = False) -> Bound:
     """Bound for the pre-norm Block out = h + SwiGLU(RMSNorm(h)), h = x + attn(RMSNorm(x)), output in t.
 
@@ -1149,6 +1217,7 @@ def _oracle_u(dtype: Any) -> float:
     return max(fmt(dtype).u, fmt(compute_dtype(dtype)).u if declared_arithmetic().compute else 0.0, ORACLE_U)
 
 
+@_shadows
 def block_vjp(ref: Any, exact: Any, config: Any, T: int, dtype: Any) -> Bound:
     """Allowance for vᵀ∂out/∂x of a Block against the fp64 derivative of the reference (normwise, one number):
 
@@ -1164,6 +1233,7 @@ def block_vjp(ref: Any, exact: Any, config: Any, T: int, dtype: Any) -> Bound:
     return Bound(np.full(E.shape, allowed), None, text, "block_vjp", fmt(dtype).dtype)
 
 
+@_shadows
 def block_depth_ratio(ref: float, exact: float, config: Any, T: int, depth: int, dtype: Any) -> Bound:
     """Allowance for ‖vᵀ∂out/∂x‖/‖v‖ through ``depth`` stacked blocks against the fp64 pre-norm reference:
     2·|ref_t − fp64| + 8L(D+F+T)·max(u_t, 2^-40)·ratio (as :func:`block_vjp`, L blocks in sequence)."""

@@ -477,8 +477,11 @@ def _outputs_compared(first: list[dict[str, Any]], second: list[dict[str, Any]])
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 200 else text[:200] + " …"
+    """A drawn value in one short line: a case by its description (``describe()``), anything else by its repr."""
+    described = getattr(value, "describe", None)
+    text = repr(described()) if callable(described) else repr(value)
+    text = " ".join(text.split())
+    return text if len(text) <= 160 else text[:160] + " …"
 
 
 COUNTEREXAMPLE_FORMAT = "nanolm-verify/counterexample/1"
