@@ -35,6 +35,7 @@ from golden.framework import (
     evaluate,
     nonfinite,
     read,
+    row_indices,
     scalar,
     select_rows,
 )
@@ -173,35 +174,40 @@ def swiglu(x: Any, w_gate: Any, w_up: Any, w_down: Any, *, rows: Any = None, **o
     )[0]
 
 
-def attention(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, config: Any, **opts: Any) -> Golden:
+def attention(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, config: Any, *, rows: Any = None, **opts: Any) -> Golden:
     """Golden causal GQA attention with rotate-half RoPE (positions 0..T−1, base config.rope_theta, scale 1/√K).
 
     x (B, T, D); wq (H·K, D), wk, wv (G·K, D), wo (D, H·K) in nn.Linear layout; head h reads kv head h // (H/G).
+    With ``rows`` (indices into the B·T positions, row-major) the outputs at those positions only, (len(rows), D).
     """
     o = Opts(**opts)
+    idx = None if rows is None else row_indices(rows, np.shape(x), "attention")
     X, *Ws = inputs = _read(x=x, wq=wq, wk=wk, wv=wv, wo=wo)
     check_attention_shapes(X, *Ws, config)
+    shape = X.shape if idx is None else (len(idx), X.shape[-1])
     if not inputs.finite:
-        return nonfinite("attention", np.full(X.shape, np.nan))
+        return nonfinite("attention", np.full(shape, np.nan))
     return evaluate(
         "attention",
         ["attention"],
         o,
         (X, *Ws),
-        [X.shape],
-        lambda stats, dl: fast.attention(X, tuple(Ws), config, o, stats, dl),
-        lambda ctx, X, *W: [definitions.attention(ctx, X, *W, config)],
+        [shape],
+        lambda stats, dl: fast.attention(X, tuple(Ws), config, o, stats, dl, idx),
+        lambda ctx, X, *W: [_pick(definitions.attention(ctx, X, *W, config), idx)],
         fast.in_range(X, *Ws),
     )[0]
 
 
-def block(x: Any, params: Mapping[str, Any], config: Any, **opts: Any) -> Golden:
+def block(x: Any, params: Mapping[str, Any], config: Any, *, rows: Any = None, **opts: Any) -> Golden:
     """Golden pre-norm Block: h = x + attn(RMSNorm(x)), out = h + SwiGLU(RMSNorm(h)), exactly (no rounding between).
 
     params: the contract's state_dict names (``BLOCK_PARAMS``); config: ModelConfig (norm_eps, rope_theta,
-    n_heads, n_kv_heads). x (B, T, D).
+    n_heads, n_kv_heads). x (B, T, D). With ``rows`` (indices into the B·T positions, row-major) the outputs at
+    those positions only, (len(rows), D): keys and values are computed at every position, the rest only there.
     """
     o = Opts(**opts)
+    idx = None if rows is None else row_indices(rows, np.shape(x), "block")
     missing = [k for k in BLOCK_PARAMS if k not in params]
     if missing:
         raise KeyError(f"golden.block: params lack {missing}; expected the state_dict names {list(BLOCK_PARAMS)}")
@@ -209,18 +215,26 @@ def block(x: Any, params: Mapping[str, Any], config: Any, **opts: Any) -> Golden
     P = dict(zip(BLOCK_PARAMS, Ps, strict=True))
     check_attention_shapes(X, *(P[f"attn.{n}.weight"] for n in ("wq", "wk", "wv", "wo")), config)
     check_swiglu_shapes(X, P["ffn.w_gate.weight"], P["ffn.w_up.weight"], P["ffn.w_down.weight"])
+    shape = X.shape if idx is None else (len(idx), X.shape[-1])
     if not inputs.finite:
-        return nonfinite("block", np.full(X.shape, np.nan))
+        return nonfinite("block", np.full(shape, np.nan))
     return evaluate(
         "block",
         ["block"],
         o,
         (X, *P.values()),
-        [X.shape],
-        lambda stats, dl: fast.block(X, P, config, o, stats, dl),
-        lambda ctx, X, *p: [definitions.block(ctx, X, dict(zip(BLOCK_PARAMS, p, strict=True)), config)],
+        [shape],
+        lambda stats, dl: fast.block(X, P, config, o, stats, dl, idx),
+        lambda ctx, X, *p: [_pick(definitions.block(ctx, X, dict(zip(BLOCK_PARAMS, p, strict=True)), config), idx)],
         fast.in_range(X, *P.values()),
     )[0]
+
+
+def _pick(value_scale: tuple[Any, Any], idx: np.ndarray | None) -> tuple[Any, Any]:
+    """A definition's (value, scale) at the positions ``idx`` of its rows (all when None)."""
+    if idx is None:
+        return value_scale
+    return tuple(np.asarray(a, dtype=object).reshape(-1, np.shape(a)[-1])[idx] for a in value_scale)
 
 
 def rmsnorm_vjp(x: Any, weight: Any, eps: float, grad_out: Any, **opts: Any) -> tuple[Golden, Golden]:

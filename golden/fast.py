@@ -443,6 +443,28 @@ def _rotate_half(a: DD) -> DD:
     )
 
 
+def _attend(q: DD, pos: np.ndarray, kt: DD, vt: DD, K: int, opts: Opts, stats: Stats) -> DD:
+    """Causal softmax attention of queries q (n, H, K) at positions ``pos`` (n,) over the keys and values kt, vt
+    (H, S, K) at positions 0..S−1: Σ_{s ≤ pos} softmax_s(q·k_s/√K) v_s → DD (n, H, K)."""
+    tol = opts.tol_bits
+    S = kt.hi.shape[1]
+    ih, il = _inv_sqrt(K)
+    # scores[h, i, s] = Σ_j q[i, h, j] k[h, s, j] / √K
+    qa = DD(q.hi.transpose(1, 0, 2)[:, :, None, :], q.lo.transpose(1, 0, 2)[:, :, None, :])
+    ka = DD(kt.hi[:, None], kt.lo[:, None])
+    scores = _dot(qa, ka, -1, tol, stats)  # (H, n, S)
+    scores = dd.mul(scores, DD(np.full(scores.shape, ih), np.full(scores.shape, il)))
+    causal = pos[:, None] >= np.arange(S)[None, :]
+    m = np.where(causal, scores.hi, -np.inf).max(axis=-1, keepdims=True)
+    e = _exp_dd(dd.add_d(scores, -np.broadcast_to(m, scores.shape)), opts, stats)
+    e = DD(np.where(causal, e.hi, 0.0), np.where(causal, e.lo, 0.0))
+    Z = _sum_terms(np.concatenate([e.hi, e.lo], axis=-1), tol, stats)  # (H, n)
+    p = dd.div(e, DD(Z.hi[..., None], Z.lo[..., None]))
+    # out[h, i, j] = Σ_s p[h, i, s] v[h, s, j]
+    out = _dot(DD(p.hi[..., None], p.lo[..., None]), DD(vt.hi[:, None], vt.lo[:, None]), 2, tol, stats)
+    return DD(out.hi.transpose(1, 0, 2), out.lo.transpose(1, 0, 2))
+
+
 def _attention_dd(
     x: DD,
     x_narrow: bool,
@@ -454,49 +476,52 @@ def _attention_dd(
     opts: Opts,
     stats: Stats,
     dl: Deadline,
+    rows: np.ndarray | None = None,
 ) -> DD:
+    """Attention of x (B, T, D) → (B, T, D); with ``rows`` (indices into the B·T positions, row-major), the outputs
+    at those positions only → (len(rows), D): keys and values for every position, queries only where asked."""
     B, T, D = x.shape
     H, G = cfg.n_heads, cfg.n_kv_heads
     K = D // H
     tol = opts.tol_bits
-    q = _matvec(wq, x, x_narrow, tol, stats, dl).reshape(B, T, H, K)
+    flat = x.reshape(B * T, D)
+    sel = np.arange(B * T) if rows is None else rows
+    q = _matvec(wq, flat if rows is None else flat[sel], x_narrow, tol, stats, dl).reshape(-1, H, K)
     k = _matvec(wk, x, x_narrow, tol, stats, dl).reshape(B, T, G, K)
     v = _matvec(wv, x, x_narrow, tol, stats, dl).reshape(B, T, G, K)
     cos, sin = _rope_tables(T, K, float(cfg.rope_theta))
+    pos = sel % T
+    qc, qs = DD(cos.hi[pos, None], cos.lo[pos, None]), DD(sin.hi[pos, None], sin.lo[pos, None])  # (n, 1, K)
+    q = dd.add(dd.mul(q, qc), dd.mul(_rotate_half(q), qs))
     cos, sin = cos.reshape(1, T, 1, K), sin.reshape(1, T, 1, K)
-    q = dd.add(dd.mul(q, cos), dd.mul(_rotate_half(q), sin))
     k = dd.add(dd.mul(k, cos), dd.mul(_rotate_half(k), sin))
     rep = H // G
     kh = DD(np.repeat(k.hi, rep, axis=2), np.repeat(k.lo, rep, axis=2))  # (B, T, H, K): head h reads h // rep
     vh = DD(np.repeat(v.hi, rep, axis=2), np.repeat(v.lo, rep, axis=2))
-    qt, kt, vt = (DD(a.hi.transpose(0, 2, 1, 3), a.lo.transpose(0, 2, 1, 3)) for a in (q, kh, vh))  # (B, H, T, K)
-    ih, il = _inv_sqrt(K)
-    heads_hi, heads_lo = np.empty((B, H, T, K)), np.empty((B, H, T, K))
-    rows = max(1, _ATTENTION_BUDGET // max(1, 4 * B * H * T * K))  # query positions per chunk (long sequences)
-    for t0 in range(0, T, rows):
-        dl.check()
-        t1 = min(T, t0 + rows)  # queries t0..t1−1 see keys 0..t1−1
-        # scores[b, h, t, s] = Σ_j q[b, h, t, j] k[b, h, s, j] / √K
-        qa = DD(qt.hi[:, :, t0:t1, None, :], qt.lo[:, :, t0:t1, None, :])
-        ka = DD(kt.hi[:, :, None, :t1, :], kt.lo[:, :, None, :t1, :])
-        scores = _dot(qa, ka, -1, tol, stats)  # (B, H, t1 − t0, t1)
-        scores = dd.mul(scores, DD(np.full(scores.shape, ih), np.full(scores.shape, il)))
-        causal = np.arange(t0, t1)[:, None] >= np.arange(t1)[None, :]
-        m = np.where(causal, scores.hi, -np.inf).max(axis=-1, keepdims=True)
-        e = _exp_dd(dd.add_d(scores, -np.broadcast_to(m, scores.shape)), opts, stats)
-        e = DD(np.where(causal, e.hi, 0.0), np.where(causal, e.lo, 0.0))
-        Z = _sum_terms(np.concatenate([e.hi, e.lo], axis=-1), tol, stats)  # (B, H, t1 − t0)
-        p = dd.div(e, DD(Z.hi[..., None], Z.lo[..., None]))  # (B, H, t1 − t0, S)
-        # heads[b, h, t, j] = Σ_s p[b, h, t, s] v[b, h, s, j]
-        pa = DD(p.hi[..., None], p.lo[..., None])  # (B, H, t1 − t0, S, 1)
-        va = DD(vt.hi[:, :, None, :t1, :], vt.lo[:, :, None, :t1, :])
-        out = _dot(pa, va, 3, tol, stats)  # (B, H, t1 − t0, K)
-        heads_hi[:, :, t0:t1], heads_lo[:, :, t0:t1] = out.hi, out.lo
-    heads = DD(heads_hi.transpose(0, 2, 1, 3).reshape(B, T, H * K), heads_lo.transpose(0, 2, 1, 3).reshape(B, T, H * K))
-    return _matvec(wo, heads, False, tol, stats, dl)
+    kt, vt = (DD(a.hi.transpose(0, 2, 1, 3), a.lo.transpose(0, 2, 1, 3)) for a in (kh, vh))  # (B, H, T, K)
+    heads_hi, heads_lo = np.empty((len(sel), H, K)), np.empty((len(sel), H, K))
+    per_chunk = max(1, _ATTENTION_BUDGET // max(1, 4 * H * T * K))  # query positions per chunk (long sequences)
+    for b in range(B):
+        mine = np.flatnonzero(sel // T == b)
+        for c0 in range(0, len(mine), per_chunk):
+            dl.check()
+            i = mine[c0 : c0 + per_chunk]
+            S = int(pos[i].max()) + 1  # these queries see keys 0..S−1
+            out = _attend(q[i], pos[i], kt[b][:, :S], vt[b][:, :S], K, opts, stats)
+            heads_hi[i], heads_lo[i] = out.hi, out.lo
+    y = _matvec(wo, DD(heads_hi.reshape(-1, H * K), heads_lo.reshape(-1, H * K)), False, tol, stats, dl)
+    return y.reshape(B, T, D) if rows is None else y
 
 
-def _block_dd(x: np.ndarray, P: Mapping[str, np.ndarray], cfg: Any, opts: Opts, stats: Stats, dl: Deadline) -> DD:
+def _block_dd(
+    x: np.ndarray,
+    P: Mapping[str, np.ndarray],
+    cfg: Any,
+    opts: Opts,
+    stats: Stats,
+    dl: Deadline,
+    rows: np.ndarray | None = None,
+) -> DD:
     xd = DD.of(x)
     a, _ = _rmsnorm_dd(xd, P["attn_norm.weight"], cfg.norm_eps, opts, stats)
     att = _attention_dd(
@@ -510,8 +535,9 @@ def _block_dd(x: np.ndarray, P: Mapping[str, np.ndarray], cfg: Any, opts: Opts, 
         opts,
         stats,
         dl,
+        rows,
     )
-    h = dd.add_d(att, x.astype(np.float64))
+    h = dd.add_d(att, (x if rows is None else x.reshape(-1, x.shape[-1])[rows]).astype(np.float64))
     b, _ = _rmsnorm_dd(h, P["ffn_norm.weight"], cfg.norm_eps, opts, stats)
     f, _ = _swiglu_dd(b, False, P["ffn.w_gate.weight"], P["ffn.w_up.weight"], P["ffn.w_down.weight"], opts, stats, dl)
     return dd.add(h, f)
@@ -548,12 +574,28 @@ def swiglu(X: np.ndarray, Wg: np.ndarray, Wu: np.ndarray, Wd: np.ndarray, opts: 
     return _swiglu_dd(DD.of(X.astype(np.float64)), X.dtype == np.float32, Wg, Wu, Wd, opts, stats, dl)[0]
 
 
-def attention(X: np.ndarray, Ws: tuple[np.ndarray, ...], cfg: Any, opts: Opts, stats: Stats, dl: Deadline) -> DD:
-    return _attention_dd(DD.of(X.astype(np.float64)), X.dtype == np.float32, *Ws, cfg, opts, stats, dl)
+def attention(
+    X: np.ndarray,
+    Ws: tuple[np.ndarray, ...],
+    cfg: Any,
+    opts: Opts,
+    stats: Stats,
+    dl: Deadline,
+    rows: np.ndarray | None = None,
+) -> DD:
+    return _attention_dd(DD.of(X.astype(np.float64)), X.dtype == np.float32, *Ws, cfg, opts, stats, dl, rows)
 
 
-def block(X: np.ndarray, P: Mapping[str, np.ndarray], cfg: Any, opts: Opts, stats: Stats, dl: Deadline) -> DD:
-    return _block_dd(X.astype(np.float64), P, cfg, opts, stats, dl)
+def block(
+    X: np.ndarray,
+    P: Mapping[str, np.ndarray],
+    cfg: Any,
+    opts: Opts,
+    stats: Stats,
+    dl: Deadline,
+    rows: np.ndarray | None = None,
+) -> DD:
+    return _block_dd(X.astype(np.float64), P, cfg, opts, stats, dl, rows)
 
 
 def rmsnorm_vjp(

@@ -245,11 +245,9 @@ def _exact(t: Any, what: str) -> tuple[np.ndarray, np.ndarray | None]:
     raise TypeError(f"golden: cannot read {what} of type {type(t).__name__} / dtype {a.dtype}")
 
 
-def select_rows(t: Any, rows: Any, name: str) -> Any:
-    """Rows ``rows`` of x (a tensor or array, every dimension but the last flattened row-major) as a (k, D) tensor or
-    array, for a golden value of a row-wise component on a sample of a huge batch; the indices are checked first:
-    integers in [0, number of rows), a 1-D sequence (a list, numpy array or tensor)."""
-    shape = tuple(t.shape)
+def row_indices(rows: Any, shape: tuple[int, ...], name: str) -> np.ndarray:
+    """``rows`` checked as indices of the rows of an x of ``shape`` (every dimension but the last flattened
+    row-major): a 1-D sequence (list, numpy array or tensor) of integers in [0, number of rows) → int64 array."""
     if len(shape) < 1:
         raise ValueError(f"golden.{name}: rows= needs x with a last dimension, got shape {shape}")
     n = math.prod(shape[:-1])
@@ -258,7 +256,16 @@ def select_rows(t: Any, rows: Any, name: str) -> Any:
         raise ValueError(f"golden.{name}: rows must be a 1-D sequence of integer indices, got {idx.dtype} {idx.shape}")
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise ValueError(f"golden.{name}: rows must be in [0, {n}) for x of shape {shape}, got {idx.min()}…{idx.max()}")
-    idx = idx.astype(np.int64)
+    return idx.astype(np.int64)
+
+
+def select_rows(t: Any, rows: Any, name: str) -> Any:
+    """Rows ``rows`` of x (a tensor or array, every dimension but the last flattened row-major) as a (k, D) tensor or
+    array, for a golden value of a row-wise component on a sample of a huge batch; the indices are checked first:
+    integers in [0, number of rows), a 1-D sequence (a list, numpy array or tensor)."""
+    shape = tuple(t.shape)
+    idx = row_indices(rows, shape, name)
+    n = math.prod(shape[:-1])
     if isinstance(t, torch.Tensor):
         return t.reshape(n, shape[-1])[torch.from_numpy(idx).to(t.device)]
     return np.asarray(t).reshape(n, shape[-1])[idx]

@@ -10,7 +10,9 @@ Each adapter module defines the contract's components it can honestly provide (`
                  it declares (``docs/adapters.md``, "Declaring your conventions"). Typed keys, e.g.:
 
     compute_dtype   the arithmetic's dtype per input dtype: "fp32" for every input, or {"fp64": "fp32"}
-    eps_dtype, accumulation_dtype, flush_subnormals, roundings, reduction, dtypes, eps_default, eps_placement
+    eps_dtype, accumulation_dtype, flush_subnormals, roundings, reduction, dtypes, eps_default, eps_placement,
+    batch_invariant (compute_dtype, eps_dtype, accumulation_dtype, flush_subnormals and batch_invariant also per
+                    input dtype: {"bf16": ["input"]})
     weight_offset   float: the gain is formed as offset + (w − offset) (Gemma's 1 + w); the module's ``weight``
                     is still the contract's gain w
     rope_layout     the layout of W_q/W_k rows the Block expects: "rotate-half", or "interleaved" (the suite

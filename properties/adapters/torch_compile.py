@@ -168,9 +168,9 @@ class AddRMSNorm(nanolm_core.AddRMSNorm):
     def forward(self, x: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         check_features(x, self.dim, "AddRMSNorm", self.weight)
         check_same(residual, x, "residual", "AddRMSNorm")
-        rows = (x.reshape(-1, self.dim), residual.reshape(-1, self.dim))
-        y, h = compiled("add_rmsnorm")(*rows, self.weight, float(self.eps))
-        return y.reshape(x.shape), h.reshape(x.shape)
+        # x and residual as given, not flattened: views of two leaves whose gradients are one tensor would share one
+        # .grad buffer, and a second backward would accumulate into it twice (autograd, pytorch/pytorch#34082)
+        return compiled("add_rmsnorm")(x, residual, self.weight, float(self.eps))
 
 
 class SwiGLU(nanolm_core.SwiGLU):

@@ -142,7 +142,9 @@ def execute(
         if unsaved
         else note
     )
-    footer = text.check_footer(results, planned=planned, interrupted=run.interrupted, brief=quiet, saved=note)
+    footer = text.check_footer(
+        results, planned=planned, interrupted=run.interrupted, brief=quiet, saved=note, info=info
+    )  # fmt: skip
     print(footer) if footer else None
     print("\n" + text.summary_line(results, run.duration))
     if json_path:

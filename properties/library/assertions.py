@@ -40,7 +40,9 @@ from properties.numerics.ulp import as_f64
 from properties.numerics.ulp import golden_parts as golden_f64
 
 __all__ = [
+    "WITHOUT",
     "as_f64",
+    "assert_batch_invariant",
     "assert_bitwise_equal",
     "assert_close",
     "assert_finite",
@@ -56,6 +58,7 @@ __all__ = [
 ]
 
 
+WITHOUT = "headroom without"  # measurement: {declaration key: max error ÷ its bound had the key not been declared}
 WIDTH = 80  # columns of a failure message; only the command that reproduces it may be longer (to be copied whole)
 
 
@@ -257,6 +260,14 @@ def _record_headroom(diff: np.ndarray, bound: Bound, judged: np.ndarray) -> None
     ulps = np.broadcast_to(bound.ulps, diff.shape)[judged][at] if bound.ulps is not None else None
     context.record_headroom(room, abs=float(allowed[at]), ulps=ulps, formula=bound.formula)
     seen = ctx.recorder.measurements
+    if bound.alternatives:  # the headroom this comparison would have had without each declaration (reported only)
+        without = dict(seen.get(WITHOUT) or {})
+        with np.errstate(all="ignore"):
+            for name, alt in bound.alternatives.items():
+                other = np.broadcast_to(alt, diff.shape)[judged]
+                ratio = float(np.max(np.where(d > 0, d / other, 0.0)))
+                without[name] = max(ratio, float(without.get(name, 0.0)))
+        context.measure(WITHOUT, without)
     room = max(room, float(seen.get("headroom", 0.0)))
     context.measure("headroom", room)
     if pair is not None:
@@ -391,6 +402,36 @@ def _apart_text(n: float, dtype: torch.dtype) -> str:
         return "not comparable: a NaN or an infinity on one side"
     name = fmt(dtype).name
     return f"{n:.4g} ULP of {name} apart" if n != 1 else f"1 ULP of {name} apart"
+
+
+def assert_batch_invariant(part: torch.Tensor, whole: torch.Tensor, bound: Bound, *, what: str) -> None:
+    """f(x[:k]) == f(x)[:k] bitwise where the component's declaration, or undeclared the contract, requires it
+    (``Conventions.batch_invariance``: RMSNorm on the CPU; ``batch_invariant: True``); elsewhere the two results
+    need only agree as two results of one implementation do (``bound``: ``bounds.between`` of the rows' bound —
+    a NaN never agrees) and their bitwise equality is measured. Either way the run records ``batch_invariant`` (no
+    example so far differed) and ``batch variance`` (examples, those that differed, the largest distance in ULPs
+    of the output dtype), which reports and ``compare`` read."""
+    __tracebackhide__ = True
+    a, e = as_f64(part), as_f64(whole)
+    same = a.shape == e.shape and bool(np.all((a == e) | (np.isnan(a) & np.isnan(e))))
+    apart = 0.0 if same or a.shape != e.shape else float(np.max(_ulps_apart(a, e, part.dtype)))
+    ctx = context.current()
+    if ctx is not None:
+        seen = ctx.recorder.measurements.get("batch variance") or {"examples": 0, "differing": 0, "max_ulp": 0.0}
+        seen = {
+            "examples": seen["examples"] + 1,
+            "differing": seen["differing"] + (not same),
+            "max_ulp": max(float(seen["max_ulp"]), apart),
+        }
+        context.measure("batch variance", seen)
+        context.measure("batch_invariant", seen["differing"] == 0)
+    if ctx is None or ctx.conventions is None or ctx.conventions.batch_invariance(ctx.dtype, ctx.device):
+        assert_bitwise_equal(part, whole, what=what, why="batch invariance")
+        return
+    if not same and currently_in_test_context():
+        event("batch-variant (measured: not required by the declaration or the contract)")
+        target(min(apart, 1e30), label="ULP distance between batch sizes")
+    assert_close(part, whole, bound, what=what, expected_name="the rows of the whole batch")
 
 
 def assert_unchanged(before: torch.Tensor, after: torch.Tensor, *, what: str) -> None:

@@ -22,6 +22,7 @@ import dataclasses
 import math
 import statistics
 import unittest
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -112,6 +113,9 @@ class Recorder:
     mismatch: dict[str, Any] | None = None  # this example's failed comparison: what, actual values, worst index
     failing_mismatch: dict[str, Any] | None = None
     modules: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)  # id(module) → how it was built
+    outputs: list[tuple[Any, int | None]] = dataclasses.field(
+        default_factory=list
+    )  # this example's results: weakref, storage
     measurements: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def begin_example(self) -> None:
@@ -119,7 +123,7 @@ class Recorder:
         self.examples += 1
         self.current_input = {}
         self.draws, self.calls = [], []
-        self.mismatch, self.modules = None, {}
+        self.mismatch, self.modules, self.outputs = None, {}, []
 
     def end_example(self) -> None:
         """Close the current example's headroom (the max over its comparisons) into ``headrooms``."""
@@ -183,10 +187,13 @@ def current() -> LawContext | None:
 @contextlib.contextmanager
 def open_context(ctx: LawContext) -> Iterator[LawContext]:
     """Make ``ctx`` the current run for the duration of the block; every bound computed inside honours the
-    component's declared arithmetic (``Conventions.arithmetic``, ``bounds.declared``)."""
+    component's declared arithmetic (``Conventions.arithmetic``, ``bounds.declared``) and carries its value without
+    each declaration that departs in the run's dtype (``bounds.shadowed``: "headroom without" measurements)."""
     token = _CONTEXT.set(ctx)
-    try:
-        with bounds.declared(ctx.conventions.arithmetic() if ctx.conventions is not None else None):
+    c = ctx.conventions
+    without = {key: c.without(key, ctx.dtype).arithmetic() for key in c.departing(ctx.dtype)} if c else {}
+    try:  # each bound also carries its value without each departing declaration: was it needed? (``shadowed``)
+        with bounds.declared(c.arithmetic() if c is not None else None), bounds.shadowed(without):
             yield ctx
     finally:
         _CONTEXT.reset(token)
@@ -266,11 +273,23 @@ def record_call(component: str, x: torch.Tensor, module: Any, **inputs: torch.Te
 
 
 def record_output(entry: dict[str, Any] | None, y: Any) -> None:
-    """Add a copy of the subject's result to its recorded call (``record_call``)."""
-    if entry is not None and isinstance(y, torch.Tensor):
-        entry["y"] = y.detach().to("cpu", copy=True)
-    elif entry is not None and isinstance(y, (tuple, list)) and all(isinstance(t, torch.Tensor) for t in y):
+    """Add a copy of the subject's result to its recorded call (``record_call``) — AddRMSNorm's pair as
+    ``outputs`` — and note when a result is the very memory of an earlier result of the example that is still held
+    (``aliases``: that result's number)."""
+    ctx = _CONTEXT.get()
+    if entry is None or ctx is None:
+        return
+    if isinstance(y, (tuple, list)) and y and all(isinstance(t, torch.Tensor) for t in y):
         entry["outputs"] = tuple(t.detach().to("cpu", copy=True) for t in y)  # AddRMSNorm's (y, h)
+        return
+    if not isinstance(y, torch.Tensor):
+        return
+    entry["y"] = y.detach().to("cpu", copy=True)
+    held, ptr = ctx.recorder.outputs, y.untyped_storage().data_ptr() if y.numel() else None
+    same = [n for n, (ref, p) in enumerate(held, 1) if ptr is not None and p == ptr and ref() is not None]
+    if same:
+        entry["aliases"] = same[0]
+    held.append((weakref.ref(y), ptr))
 
 
 def record_mismatch(what: str, actual: Any, index: tuple[int, ...]) -> None:

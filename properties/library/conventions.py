@@ -80,6 +80,7 @@ __all__ = [
     "Conventions",
     "parse",
     "parse_all",
+    "written",
 ]
 
 DESCRIPTIONS = ("formula", "rounding", "compute", "weight_mapping", "attention", "rope", "backward", "source", "notes")
@@ -276,7 +277,7 @@ class Conventions:
             value = getattr(self, f.name)
             if f.name in ("component", "text") or value in (None, {}, frozenset()):
                 continue
-            if f.name in ("flush_subnormals", "batch_invariant"):
+            if f.name in ("compute_dtype", "flush_subnormals", "batch_invariant"):
                 value = _uniform(value)
             out[f.name] = _plain(value)
         return out
@@ -294,6 +295,20 @@ class Conventions:
                 continue
             parts.append(f"{key.replace('_', ' ')} {_shown(value)}")
         return "; ".join(parts)
+
+
+def written(key: str, value: Any) -> str:
+    """A declaration as a module writes it in its CONVENTIONS: `compute_dtype: {"fp64": "fp32"}`, `weight_offset:
+    1.0`, `batch_invariant: False` (diagnoses and reports suggest declarations in this form)."""
+
+    def text(v: Any) -> str:
+        if isinstance(v, Mapping):
+            return "{" + ", ".join(f"{text(k)}: {text(w)}" for k, w in v.items()) + "}"
+        if isinstance(v, (list, tuple, frozenset)):
+            return "[" + ", ".join(map(text, sorted(v) if isinstance(v, frozenset) else v)) + "]"
+        return f'"{v}"' if isinstance(v, str) else repr(v)
+
+    return f"`{key}: {text(value)}`"
 
 
 def _uniform(value: Mapping[str, Any]) -> Any:

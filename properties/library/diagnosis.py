@@ -16,7 +16,9 @@ that hypothesis' golden value while the contract's golden value is not met:
     flushed subnormals    flush_subnormals {t: sites}: subnormal inputs read as 0 and/or outputs returned as 0
     RoPE layout           rope_layout "interleaved": W_q, W_k rows permuted; (bug) rotating the other way
     a wrong read          (bug) a square weight read transposed; x read ignoring a stride or its storage offset
-    stale state           (bug) the weights / config of an earlier call of the example
+    stale state           (bug) the weights / config of an earlier call of the example; γ = 1 (the initial weight)
+    one output buffer     (bug) a result returned in the memory of an earlier result still held (``aliases``,
+                          observed by ``context.record_output`` when the call returned)
 
 A match reads "consistent with … : declare `key: value` if that is intended" (a convention) or "looks like …"
 (a bug); when none does: "no known convention matches". Nothing here runs the subject: it works on recorded
@@ -32,7 +34,6 @@ root) does not have.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -44,7 +45,7 @@ import golden
 from golden.formats import NAMES, fmt
 from properties.adapters.kit import permute_rope
 from properties.library.assertions import as_f64, golden_agreement
-from properties.library.conventions import Conventions
+from properties.library.conventions import Conventions, written
 from properties.library.harness import GRADCHECK_ATOL, GRADCHECK_STEP
 from properties.numerics import bounds
 
@@ -152,16 +153,7 @@ class _Seen:
 
 
 def _declare(key: str, value: Any) -> str:
-    return f"declare `{key}: {_py(value)}` if that is intended"
-
-
-def _py(value: Any) -> str:
-    """A declaration's value as it is written in a module's CONVENTIONS: {"fp64": "fp32"}, True, 1.0."""
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_py(k)}: {_py(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(map(_py, value)) + "]"
-    return json.dumps(value) if isinstance(value, str) else repr(value)
+    return f"declare {written(key, value)} if that is intended"
 
 
 def _convention(what: str, key: str, value: Any) -> Finding:
@@ -284,6 +276,8 @@ def _weight_offset(v: _View, seen: _Seen) -> Finding | None:
             f"Gemma's 1 + (γ − 1) formed in {fmt(t).name}, the storage dtype, where 1 + w belongs in the compute "
             "dtype (linkedin/Liger-Kernel#1462)"
         )
+    if _explains(v, state={"weight": torch.ones_like(wide)}):
+        return _bug("γ = 1: the gain not applied, or the module's initial weight used instead of the loaded one")
     if _explains(v, state={"weight": wide + 1.0}):
         return _bug(
             "Gemma's (1 + w) applied to the contract's gain γ (the contract's weight is the gain itself; a (1 + w) "
@@ -334,14 +328,12 @@ def _eps_constant(v: _View, seen: _Seen) -> Finding | None:
     if v.component != "RMSNorm":
         return None
     name = fmt(v.t).name
-    candidates = {
-        0.0: "eps missing, or added where it vanishes",
-        float(torch.finfo(v.t).eps): f"torch.finfo({name}).eps: nn.RMSNorm(eps=None), pytorch/pytorch#142848",
-        float(torch.finfo(torch.float32).eps): "torch.finfo(fp32).eps: nn.RMSNorm(eps=None) in fp32 arithmetic",
-        1e-5: "a library default",
-        1e-6: "a library default",
-        1e-8: "a library default",
-    }
+    none = "nn.RMSNorm(eps=None) uses the machine epsilon, pytorch/pytorch#142848"
+    candidates = {0.0: "eps missing, or added where it vanishes"}
+    candidates.setdefault(float(torch.finfo(v.t).eps), f"torch.finfo({name}).eps: {none}")
+    candidates.setdefault(float(torch.finfo(torch.float32).eps), f"torch.finfo(fp32).eps: {none}, in fp32")
+    for default in (1e-5, 1e-6, 1e-8):
+        candidates.setdefault(default, "a library's default")
     for eps2, what in candidates.items():
         if eps2 != v.eps and _explains(v, eps=eps2):
             return _bug(f"the result for eps = {eps2!r} ({what}), not for the eps the module was built with, {v.eps!r}")
@@ -537,6 +529,12 @@ def diagnose(
     ``conventions``; ``mismatch``: the failed comparison (``context.record_mismatch``). None: nothing to judge."""
     if not calls:
         return None
+    held = [(n, call["aliases"]) for n, call in enumerate(calls, 1) if "aliases" in call]
+    if held:  # observed when the call returned: no re-evaluation needed
+        return _bug(
+            "one output buffer reused across calls: a result came back in the very memory of an earlier result "
+            "that was still held (overwriting it)"
+        )
     c = conventions or Conventions(calls[0].get("component", ""))
     with bounds.declared(c.arithmetic()):
         views = _views(calls, mismatch)

@@ -33,7 +33,8 @@ Gradient protocols (``GRADIENT``: those of ``FORWARD`` that record a graph, and)
                        (judged where a third pass shows the backward deterministic; measured otherwise)
     forwards between   before the backward, the module runs on another input in the same graph (that output's
                        cotangent zero) and once more under torch.no_grad()
-    cotangent: sum     the cotangent of y.sum(): ones, broadcast with stride 0 over a buffer of NaN
+    cotangent: sum     the cotangent of y.sum(): ones, broadcast with stride 0 over a buffer of NaN (y.mean()'s is
+                       1/N materialised, contiguous: a value, not a layout)
     cotangent: row     one row of cotangent broadcast over the rows (stride 0 there)
     cotangent: transposed / strided   the cotangent in transposed storage / every other row of a NaN buffer
     partial            the input's gradient with every parameter frozen, the parameters' with the input detached
@@ -79,6 +80,7 @@ __all__ = [
     "Protocol",
     "Session",
     "Spec",
+    "assert_apart",
     "flat",
     "honoured",
     "named",
@@ -226,7 +228,7 @@ def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
     return sa is not None and sb is not None and sa[0] == sb[0] and sa[1] < sb[2] and sb[1] < sa[2]
 
 
-def _assert_apart(mine: Sequence[Any], others: Sequence[tuple[str, Any]], what: str) -> None:
+def assert_apart(mine: Sequence[Any], others: Sequence[tuple[str, Any]], what: str) -> None:
     """No tensor of ``mine`` overlaps in memory a tensor of ``others`` ((name, tensor) pairs; None skipped)."""
     __tracebackhide__ = True
     for i, t in enumerate(mine):
@@ -353,9 +355,9 @@ class Held(Protocol):
         y = ops.run(module, inputs, grad=grad)
         outs, kept = flat(y), _kept(flat(y))
         mine = [("an input", t) for t in inputs] + _parameters(module)
-        _assert_apart(outs, mine, f"{ops.component} output")
+        assert_apart(outs, mine, f"{ops.component} output")
         for i, o in enumerate(outs):
-            _assert_apart([o], [(f"output {j}", p) for j, p in enumerate(outs) if j != i], f"{ops.component} output")
+            assert_apart([o], [(f"output {j}", p) for j, p in enumerate(outs) if j != i], f"{ops.component} output")
         spec = s.spec(module)
         later = [
             ("another input of the same shape", lambda: ops.run(module, fresh(inputs, 3), grad=grad)),
@@ -370,7 +372,7 @@ class Held(Protocol):
         for what, run in later:
             again = flat(run())
             _assert_kept(outs, kept, f"{ops.component} output held while {what}: output")
-            _assert_apart(outs, [(f"the output after {what}", t) for t in again], f"{ops.component} output")
+            assert_apart(outs, [(f"the output after {what}", t) for t in again], f"{ops.component} output")
         return y
 
     def grads(self, s, ops, call, cotangents, wrt):
@@ -386,7 +388,7 @@ class Held(Protocol):
         _assert_kept(grads, kept, what)
         others = [("the cotangent", c) for c in cotangents] + [("an input", t) for t in call.inputs]
         others += _parameters(call.module) + [("a gradient of the second backward", g) for g in second]
-        _assert_apart(grads, others, f"{ops.component} gradient")
+        assert_apart(grads, others, f"{ops.component} gradient")
         return grads
 
 

@@ -1390,7 +1390,21 @@ def add_rmsnorm_sum_cases(draw: st.DrawFn, dtype: torch.dtype) -> AddRMSNormCase
     return case._replace(x=x, residual=r)
 
 
+def _add_protocols(dtype: torch.dtype) -> AddRMSNormCase:
+    """The case the AddRMSNorm laws run under every call protocol: (2, 3, 48), a branch of a quarter of the stream."""
+    rng = np.random.default_rng(27)
+    r, x = rng.standard_normal((2, 3, 48)) + 0.5, rng.standard_normal((2, 3, 48)) / 4
+    return _add_case(x, r, ("mean_shifted",) * 6, "comparable")(dtype)
+
+
+def _add_protocols_grads(dtype: torch.dtype) -> AddGradCase:
+    case = _add_protocols(dtype)
+    return AddGradCase(case, *(cotangent(tuple(case.x.shape), dtype, 28 + k) for k in range(2)))
+
+
 ADD_RMSNORM_PINS = {
+    "every protocol": Pin("AddRMSNorm (2, 3, 48), every protocol", _add_protocols),
+    "every protocol, gradients": Pin("AddRMSNorm (2, 3, 48), every protocol", _add_protocols_grads),
     "wide rows, D=1024": Pin("wide rows, D=1024", _add_wide),
     "wide rows, D=4096": Pin("wide rows, D=4096", lambda dtype: _add_wide(dtype, 4096)),
     "every corner": Pin(
@@ -1415,4 +1429,23 @@ ADD_RMSNORM_PINS = {
         ),
     ),
     "AddRMSNorm, 160 rows": Pin("AddRMSNorm, 160 rows", _add_many_rows),
+}
+
+
+def _path_add_rmsnorm(name: str, N: int, D: int) -> Callable[[torch.dtype], PathCase]:
+    """A stream of N rows of width D and a branch of a quarter of its size; the residual travels in ``params``."""
+
+    def build(dtype: torch.dtype) -> PathCase:
+        rng = np.random.default_rng(N + D + 1)
+        w = torch.from_numpy(rng.uniform(0.5, 1.5, D) * rng.choice((-1.0, 1.0), D)).to(dtype)
+        r = _values((N, D), dtype, N * D)
+        x = (torch.from_numpy(np.random.default_rng(N * D + 1).standard_normal((N, D))) / 4).to(dtype)
+        return PathCase(name, x, {"weight": w, "residual": r})
+
+    return build
+
+
+PATHS["AddRMSNorm"] = {
+    "2^16 + 1 rows, D = 8": _path_add_rmsnorm("2^16 + 1 rows, D = 8 (past a 65,535-program grid)", 2**16 + 1, 8),
+    "D = 2^12 + 1": _path_add_rmsnorm("5 rows, D = 4097 = 2^12 + 1 (a one-element tail block)", 5, 4097),
 }

@@ -54,6 +54,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import functools
 import math
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -94,6 +95,7 @@ __all__ = [
     "rmsnorm_row_sum",
     "rmsnorm_scale_invariance",
     "rmsnorm_vjp",
+    "shadowed",
     "silu",
     "silu_gate",
     "swiglu",
@@ -118,8 +120,10 @@ class Bound:
     ``dtype``     errors are also measured in ULPs of this dtype (None: a derived quantity, absolute errors);
     ``overflow``  True where an accepted convention overflows in an intermediate (bound +inf: not judged);
     ``pairwise``  the tight reference: the same analysis with pairwise reductions (≤ ``abs``; reported only);
-    ``prob``      the probabilistic tier (inputs drawn with independent random signs, :func:`probabilistic`):
-                  allowed |actual − expected| per element, +inf where it does not apply; None: nowhere;
+    ``alternatives`` {name: abs} of the same bound under other declared arithmetics (:func:`shadowed`; reported only:
+                  whether the measurements needed a declaration);
+    ``prob``      the probabilistic tier (inputs the law drew, :func:`probabilistic`): allowed |actual − expected|
+                  per element, +inf where it does not apply; None: nowhere;
     ``prob_note`` its λ, the probability that a correct implementation exceeds it, and the model.
     """
 
@@ -130,6 +134,7 @@ class Bound:
     dtype: torch.dtype | None = None
     overflow: np.ndarray | None = None
     pairwise: np.ndarray | None = None
+    alternatives: Mapping[str, np.ndarray] | None = None  # name → ``abs`` under another declaration (:func:`shadowed`)
     prob: np.ndarray | None = None
     prob_note: str = ""
 
@@ -263,6 +268,50 @@ def declared(arithmetic: Arithmetic | None) -> Iterator[Arithmetic]:
         yield declared_arithmetic()
     finally:
         _ARITHMETIC.reset(token)
+
+
+_SHADOWS: contextvars.ContextVar[Mapping[str, Arithmetic] | None] = contextvars.ContextVar(
+    "nanolm_shadows", default=None
+)
+
+
+@contextlib.contextmanager
+def shadowed(alternatives: Mapping[str, Arithmetic]) -> Iterator[None]:
+    """Every bound computed inside the block also carries its ``abs`` under each of ``alternatives`` (name →
+    arithmetic) in ``Bound.alternatives``: the law runner asks for the arithmetic without each declaration, so a
+    run can tell whether its measurements needed it. Nothing is judged against them."""
+    token = _SHADOWS.set(dict(alternatives) or None)
+    try:
+        yield
+    finally:
+        _SHADOWS.reset(token)
+
+
+def _shadows(fn: Any) -> Any:
+    """A public bound function that, under :func:`shadowed`, also evaluates itself under each alternative
+    arithmetic (once, at the outermost call: the bounds it calls inside are not shadowed again)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        alternatives = _SHADOWS.get()
+        if not alternatives:
+            return fn(*args, **kwargs)
+        token = _SHADOWS.set(None)
+        try:
+            out = fn(*args, **kwargs)
+            others = {}
+            for name, arithmetic in alternatives.items():
+                with declared(arithmetic):
+                    others[name] = fn(*args, **kwargs)
+        finally:
+            _SHADOWS.reset(token)
+        if isinstance(out, Bound):
+            return dataclasses.replace(out, alternatives={k: b.abs for k, b in others.items()})
+        return tuple(
+            dataclasses.replace(b, alternatives={k: o[i].abs for k, o in others.items()}) for i, b in enumerate(out)
+        )
+
+    return wrapper
 
 
 def compute_dtype(dtype: Any) -> torch.dtype:
@@ -662,7 +711,7 @@ def _finish(
                 delta = (lam * np.sqrt(np.where(applies, var, 0.0)) + fixed) * second
                 prob = np.where(applies, delta + 0.5 * _ulp.ulp(np.abs(y.v) + delta, p.t), np.inf)
             note = probabilistic(lam, int(applies.sum()))
-    return Bound(ab, ulps, formula, component, p.t, ov, pw, prob, note)
+    return Bound(ab, ulps, formula, component, p.t, ov, pw, prob=prob, prob_note=note)
 
 
 # ------------------------------------------------------------------------------------ the probabilistic tier
@@ -705,6 +754,7 @@ RMSNORM_FORMULA = (
 )
 
 
+@_shadows
 def rmsnorm(x: Any, weight: Any, eps: float, dtype: Any, *, drawn: bool = False) -> Bound:
     """Bound for RMSNorm y = x·r·w, r = (Σx²/D + ε)^(-1/2), output in dtype t (compute in c).
 
@@ -727,8 +777,8 @@ def rmsnorm(x: Any, weight: Any, eps: float, dtype: Any, *, drawn: bool = False)
     y, sq_over = _rmsnorm_e(_given(X, p), w, float(eps), p)
     ov = (_row_overflow([y.v], p, X.shape[:-1]) | sq_over)[..., None] & np.ones(X.shape, dtype=bool)
     var = None
-    model = drawn & sites.model_rows(X, fmt(p.c).smallest_normal, p.uc)
-    if model.any():
+    model = drawn and not declared_arithmetic() and sites.model_rows(X, fmt(p.c).smallest_normal, p.uc)
+    if np.any(model):
         var = np.where(model[..., None], sites.rmsnorm(X, w, float(eps), p)[1], np.inf)
     return _finish(y, p, "rmsnorm", RMSNORM_FORMULA, f"D={D}", roundings_t=1, overflow=ov, var=var)
 
@@ -739,9 +789,21 @@ def between(a: Bound, b: Bound | None = None, *, formula: str | None = None) -> 
     b = a if b is None else b
     pw = None if a.pairwise is None or b.pairwise is None else a.pairwise + b.pairwise
     ov = None if a.overflow is None and b.overflow is None else _either(a.overflow, b.overflow, a.abs.shape)
-    text = formula or (f"2·({a.formula})" if b is a else f"({a.formula}) + ({b.formula})")
+    text = formula or (f"2·({a.formula})" if b is a else _sum_text(a.formula, b.formula))
+    alt = {k: v + b.alternatives[k] for k, v in (a.alternatives or {}).items() if k in (b.alternatives or {})}
     prob = None if a.prob is None or b.prob is None else a.prob + b.prob  # each within its tier: the sum (2·10⁻⁹)
-    return Bound(a.abs + b.abs, None, text, a.component, a.dtype, ov, pw, prob, a.prob_note if prob is not None else "")
+    note = a.prob_note if prob is not None else ""
+    return Bound(a.abs + b.abs, None, text, a.component, a.dtype, ov, pw, alt or None, prob=prob, prob_note=note)
+
+
+def _sum_text(a: str, b: str) -> str:
+    """ "(a) + (b)"; a formula that differs from the other only in its bracketed note (dtype, shape) is printed
+    once, with both notes: a failure message gives each formula once."""
+    core, sep, note_a = a.rpartition(" [")
+    other, _, note_b = b.rpartition(" [")
+    if sep and core == other:
+        return f"b₁ + b₂, each {core} [{note_a} and [{note_b}"
+    return f"({a}) + ({b})"
 
 
 def _either(m1: np.ndarray | None, m2: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
@@ -756,6 +818,7 @@ def _rows(a: np.ndarray) -> np.ndarray:
     return a.reshape(-1, a.shape[-1])
 
 
+@_shadows
 def rmsnorm_norm(x: Any, eps: float, dtype: Any) -> Bound:
     """Bound on |‖y‖₂ − √(D·ms/(ms+ε))| per row for γ = 1: ‖bounds.rmsnorm of the row‖₂ (triangle inequality:
     |‖ŷ‖ − ‖y‖| ≤ ‖ŷ − y‖) + 4(D+2)·u_64·√(D·ms/(ms+ε)) (the verifier's fp64 norm and mean square)."""
@@ -771,6 +834,7 @@ def rmsnorm_norm(x: Any, eps: float, dtype: Any) -> Bound:
     return Bound(np.where(ov, np.inf, norms[0]), None, text, "rmsnorm", None, ov, norms[1])
 
 
+@_shadows
 def rmsnorm_scale_invariance(x: Any, weight: Any, eps: float, log2_alpha: int, dtype: Any) -> Bound:
     """Bound on |f(α·x) − f(x)|, α = 2^k: b(x) + b(αx) + the exact change |xγ|·|(ms+ε/α²)^-½ − (ms+ε)^-½|.
 
@@ -789,6 +853,7 @@ def rmsnorm_scale_invariance(x: Any, weight: Any, eps: float, log2_alpha: int, d
     return Bound(s.abs + drift, None, text, "rmsnorm", s.dtype, s.overflow, s.pairwise + drift)
 
 
+@_shadows
 def rmsnorm_gamma_scaling(x: Any, weight: Any, eps: float, dtype: Any) -> Bound:
     """Bound on |f_γ(x) − γ⊙f_1(x)|: b_γ + |γ|·b_1 + u_64·|γ|·(|x·r| + b_1) (the verifier's fp64 product γ⊙f_1)."""
     X, w = _exact(x), _exact(weight)
@@ -801,6 +866,7 @@ def rmsnorm_gamma_scaling(x: Any, weight: Any, eps: float, dtype: Any) -> Bound:
     return Bound(bg.abs + aw * b1.abs + prod, None, f"b_γ + |γ|·b_1, b: {bg.formula}", "rmsnorm", bg.dtype, ov, pw)
 
 
+@_shadows
 def rmsnorm_row_sum(x: Any, eps: float, dtype: Any) -> Bound:
     """Bound on |Σ_i y_i − Σ_i x_i/√(ms+ε)| per row (γ = 1): Σ_i bound_i + 4(D+2)·u_64·Σ|x|/√(ms+ε) (fp64 sums)."""
     X = _rows(_exact(x))
@@ -813,11 +879,13 @@ def rmsnorm_row_sum(x: Any, eps: float, dtype: Any) -> Bound:
     return Bound(sums[0], None, text, "rmsnorm", None, ov, sums[1])
 
 
+@_shadows
 def rmsnorm_drift(x: Any, weight: Any, eps: float) -> Bound:
     """Bound on |f_bf16(x) − f_fp32(x)| for bf16 x and γ: b_bf16 + b_fp32 (both against one golden), in bf16 ULPs."""
     return between(rmsnorm(x, weight, eps, torch.bfloat16), rmsnorm(x, weight, eps, torch.float32))
 
 
+@_shadows
 def rmsnorm_vjp(
     x: Any,
     weight: Any,
@@ -881,8 +949,8 @@ def rmsnorm_vjp(
     dw = _contract(flat, _E.exact(np.ones(flat.v.shape[0])), "nd,n->d", max(N, 1), p)
     core = "0.5 + δ: first-order propagation of u_c, u_t roundings through dx = r·w⊙g − r³/D·x·A (any order)"
     var_dx = var_dw = None
-    model = drawn & sites.model_rows(X, fmt(p.c).smallest_normal, p.uc)
-    if model.any() and e_gain is None and not shifted and grad_in is None:  # (the cotangent is drawn: random signs)
+    model = drawn and not declared_arithmetic() and sites.model_rows(X, fmt(p.c).smallest_normal, p.uc)
+    if np.any(model) and e_gain is None and not shifted and grad_in is None:  # (the cotangent is drawn: random signs)
         rows_x, rows_g = X.reshape(-1, D), G.reshape(-1, D)
         v_dx, v_dw = sites.rmsnorm_vjp(rows_x, w, eps, rows_g, p)
         var_dx = np.where(model.reshape(-1, 1), v_dx, np.inf).reshape(X.shape)
@@ -928,6 +996,7 @@ def _sum_bound(X: np.ndarray, R: np.ndarray, p: _P) -> tuple[Bound, np.ndarray]:
     return hb, e
 
 
+@_shadows
 def add_rmsnorm(x: Any, residual: Any, weight: Any, eps: float, dtype: Any) -> tuple[Bound, Bound]:
     """Bounds for AddRMSNorm (y, h) against golden.add_rmsnorm: h = x + r, y = RMSNorm of the exact sum.
 
@@ -949,6 +1018,7 @@ def add_rmsnorm(x: Any, residual: Any, weight: Any, eps: float, dtype: Any) -> t
     return yb, hb
 
 
+@_shadows
 def add_rmsnorm_from_h(h: Any, weight: Any, eps: float, dtype: Any) -> Bound:
     """Bound for AddRMSNorm's y against the golden RMSNorm of the h it *returned* (h_t, exact in t).
 
@@ -967,6 +1037,7 @@ def add_rmsnorm_from_h(h: Any, weight: Any, eps: float, dtype: Any) -> Bound:
     return _finish(y, p, "add_rmsnorm.y", text, f"D={H.shape[-1]}", overflow=over)
 
 
+@_shadows
 def add_rmsnorm_vjp(
     x: Any, residual: Any, weight: Any, eps: float, grad_y: Any, grad_h: Any, dtype: Any
 ) -> tuple[Bound, Bound]:
@@ -979,6 +1050,7 @@ def add_rmsnorm_vjp(
 
 
 # ----------------------------------------------------------------------------------------- SwiGLU
+@_shadows
 def swiglu(x: Any, w_gate: Any, w_up: Any, w_down: Any, dtype: Any, *, random_weights: bool = False) -> Bound:
     """Bound for SwiGLU y = W_d h, h = silu(g)⊙u, g = W_g x, u = W_u x, output in t.
 
@@ -1003,10 +1075,13 @@ def swiglu(x: Any, w_gate: Any, w_up: Any, w_down: Any, dtype: Any, *, random_we
         f"0.5 + δ; γ_D, γ_F any order (pairwise reference ⌈log2⌉), silu 4u_c, roundings of g,u,silu,h to t "
         f"(u_t={p.ut:.3g}, u_c={p.uc:.3g}), {mix}"
     )
-    var = sites.swiglu(X2, Wg, Wu, Wd, p)[1].reshape(y.v.shape) if random_weights else None
+    var = (
+        sites.swiglu(X2, Wg, Wu, Wd, p)[1].reshape(y.v.shape) if random_weights and not declared_arithmetic() else None
+    )
     return _finish(y, p, "swiglu", core, f"D={D}, F={F}", roundings_t=6, overflow=ov, var=var)
 
 
+@_shadows
 def silu(z: Any, dtype: Any) -> Bound:
     """Bound for SiLU s = z·σ(z) evaluated in c: (exp, add, divide, multiply) ≤ 4u_c·|s| (the condition number
     |1 + z(1 − σ(z))| only matters for errors *in* z, which is exact here); convention z * sigmoid(z) in t rounds
@@ -1025,6 +1100,7 @@ def _sigma_rounded(s: _E, Z: np.ndarray, p: _P) -> _E:
     return s.plus_error(p.ut * np.abs(s.v) + np.abs(Z) * p.tiny_t) if p.narrow else s
 
 
+@_shadows
 def silu_gate(x: Any, dtype: Any) -> Bound:
     """Bound for the exhaustive gate law y = silu(x)·x (SwiGLU with F = D = 1 and identity weights: g = u = x
     exactly): silu in c (4u_c, and underflow — e^(−x) overflowing fp32 for x < −88.7 makes torch's silu 0,
@@ -1039,6 +1115,7 @@ def silu_gate(x: Any, dtype: Any) -> Bound:
     return _finish(y, p, "silu_gate", core, f"n={X.size}", roundings_t=3)
 
 
+@_shadows
 def swiglu_drift(x: Any, w_gate: Any, w_up: Any, w_down: Any) -> Bound:
     """Bound on |f_bf16 − f_fp32| on the same bf16 inputs and (random) weights: b_bf16 + b_fp32, in bf16 ULPs."""
     args = (x, w_gate, w_up, w_down)
@@ -1046,6 +1123,7 @@ def swiglu_drift(x: Any, w_gate: Any, w_up: Any, w_down: Any) -> Bound:
     return between(b16, swiglu(*args, torch.float32, random_weights=True))
 
 
+@_shadows
 def swiglu_linearity(x: Any, w_gate: Any, w_up: Any, w_down: Any, w1: Any, w2: Any, dtype: Any) -> Bound:
     """Bound on |f(W) − (f(W₁) + f(W₂))| in W_down (W₂ = W − W₁ rounded to t): b(W) + b(W₁) + b(W₂) +
     |h|·|W − W₁ − W₂| (the rounding of W₂) + u_64·(|h||W₁| + |h||W₂| + b(W₁) + b(W₂)) (the verifier's fp64 sum).
@@ -1071,6 +1149,7 @@ def swiglu_linearity(x: Any, w_gate: Any, w_up: Any, w_down: Any, w1: Any, w2: A
     return Bound(np.where(ov, np.inf, total[0]), None, text, "swiglu", fmt(dtype).dtype, ov, total[1])
 
 
+@_shadows
 def swiglu_vjp(x: Any, w_gate: Any, w_up: Any, w_down: Any, grad_out: Any, dtype: Any) -> tuple[Bound, ...]:
     """Bounds for the SwiGLU VJP (dx, dW_gate, dW_up, dW_down), same scheme as :func:`swiglu`, deterministic:
 
@@ -1168,6 +1247,7 @@ def _attention_e(a: _E, W: tuple[np.ndarray, ...], cfg: Any, p: _P, rnd: bool, J
     return _linear(o, wo, p, rnd)
 
 
+@_shadows
 def attention(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, config: Any, dtype: Any, *, random_weights: bool = False):
     """Bound for causal GQA attention with RoPE (see :func:`block` for the conventions covered)."""
     p = _P(fmt(dtype).dtype)
@@ -1178,6 +1258,7 @@ def attention(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, config: Any, dtype: An
     return _finish(out, p, "attention", core, note, roundings_t=12)
 
 
+@_shadows
 def block(
     x: Any,
     params: Mapping[str, Any],
@@ -1232,7 +1313,12 @@ def block(
     judged = "" if nJ == T else f" ({nJ} positions judged)"
     note = f"D={D}, T={T}{judged}, H={config.n_heads}, G={config.n_kv_heads}, F={Wf[0].shape[0]}"
     var, fixed = None, 0.0
-    if random_weights and drawn and bool(sites.model_rows(X, fmt(p.c).smallest_normal, p.uc).all()):
+    if (
+        random_weights
+        and drawn
+        and not declared_arithmetic()
+        and sites.model_rows(X, fmt(p.c).smallest_normal, p.uc).all()
+    ):
         var, fixed = sites.block(X, P, config, p, J)
     return _finish(out, p, "block", core, note, roundings_t=24, overflow=ov, var=var, fixed=fixed)
 
@@ -1250,6 +1336,7 @@ def _oracle_u(dtype: Any) -> float:
     return max(fmt(dtype).u, fmt(compute_dtype(dtype)).u if declared_arithmetic().compute else 0.0, ORACLE_U)
 
 
+@_shadows
 def block_vjp(ref: Any, exact: Any, config: Any, T: int, dtype: Any) -> Bound:
     """Allowance for vᵀ∂out/∂x of a Block against the fp64 derivative of the reference (normwise, one number):
 
@@ -1265,6 +1352,7 @@ def block_vjp(ref: Any, exact: Any, config: Any, T: int, dtype: Any) -> Bound:
     return Bound(np.full(E.shape, allowed), None, text, "block_vjp", fmt(dtype).dtype)
 
 
+@_shadows
 def block_depth_ratio(ref: float, exact: float, config: Any, T: int, depth: int, dtype: Any) -> Bound:
     """Allowance for ‖vᵀ∂out/∂x‖/‖v‖ through ``depth`` stacked blocks against the fp64 pre-norm reference:
     2·|ref_t − fp64| + 8L(D+F+T)·max(u_t, 2^-40)·ratio (as :func:`block_vjp`, L blocks in sequence)."""

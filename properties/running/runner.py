@@ -137,6 +137,31 @@ def _seeded_torch_rng(device: str) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _draws_independent_of_loaded_source() -> Iterator[None]:
+    """Hypothesis (6.13x and later) sometimes answers a draw with a constant found in the source of a "local" module:
+    any loaded module outside site-packages whose path has no test folder — the subject, the suite itself in an
+    editable checkout. A law's draws would then depend on the subject under test, on which modules happen to be
+    loaded, and on where the checkout lies: a derandomized run would not be the same run for every implementation,
+    every machine and every install, and a module loaded between a failure and its replay makes Hypothesis report
+    flakiness. Around a law run the pool of local constants is empty; Hypothesis' own constants (0, ±inf, NaN,
+    powers of two …) stay. (No public setting exists for this; without the internal hook nothing is changed.)"""
+    try:
+        from hypothesis.internal.conjecture import providers
+
+        original, empty = providers._get_local_constants, providers.Constants()
+    except (ImportError, AttributeError):  # a Hypothesis without source constants
+        yield
+        return
+    providers._get_local_constants = lambda: empty
+    providers.CONSTANTS_CACHE.cache.clear()  # choices cached from the local pool
+    try:
+        yield
+    finally:
+        providers._get_local_constants = original
+        providers.CONSTANTS_CACHE.cache.clear()
+
+
 def law_seed(run_seed: int, law_id: str, dtype: str, device: str) -> int:
     """The seed of one law run, derived from the run seed and the law's identity (not from run order)."""
     digest = hashlib.sha256(f"{run_seed}:{law_id}:{dtype}:{device}".encode()).digest()
@@ -313,7 +338,8 @@ def run_law(
             if law.uses_hypothesis:
                 own_seed = None if seed is None else law_seed(seed, law.id, f.name, device)
                 db = databases.open(database) if database is not None else None
-                _hypothesis_test(law, ctx, prof, own_seed, db, replay)(impl, f.dtype, device)
+                with _draws_independent_of_loaded_source():
+                    _hypothesis_test(law, ctx, prof, own_seed, db, replay)(impl, f.dtype, device)
             else:
                 with _seeded_torch_rng(device):  # the same fixed start as a Hypothesis example
                     law.func(impl, f.dtype, device)
@@ -451,8 +477,11 @@ def _outputs_compared(first: list[dict[str, Any]], second: list[dict[str, Any]])
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 200 else text[:200] + " …"
+    """A drawn value in one short line: a case by its description (``describe()``), anything else by its repr."""
+    described = getattr(value, "describe", None)
+    text = repr(described()) if callable(described) else repr(value)
+    text = " ".join(text.split())
+    return text if len(text) <= 160 else text[:160] + " …"
 
 
 COUNTEREXAMPLE_FORMAT = "nanolm-verify/counterexample/1"

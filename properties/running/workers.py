@@ -1,7 +1,8 @@
 """Isolated workers: the implementation under test runs in worker processes, never in the verifier's.
 
-The verifier (the parent: ``check``, ``compare``, ``pitfalls``) never imports the implementation. It starts
-worker processes (forked from a fork server that has imported torch and the laws but never run anything:
+The verifier (the parent: every command, through the run session, :mod:`properties.running.session`, the only
+code that creates a :class:`Pool`) never imports the implementation. It starts worker processes (forked from a
+fork server that has imported torch and the laws but never run anything:
 :mod:`properties.running.processes`), each of which imports the implementation once, reports what it
 provides (:class:`SubjectInfo`) and then runs one law at a time on request, sending back the
 :class:`~properties.running.runner.LawResult` as data. The parent owns the table, the JSON report and the

@@ -52,13 +52,13 @@ def test_a_five_line_functional_module_passes_the_laws(tmp_path, monkeypatch):
     spec = _module(
         tmp_path,
         monkeypatch,
-        "from tests.running.test_kit import rms_norm, swiglu_fn, block_fn\n"
+        "from tests.adapters.test_kit import rms_norm, swiglu_fn, block_fn\n"
         "from properties.adapters.kit import rmsnorm, swiglu, block\n"
         "RMSNorm = rmsnorm(rms_norm)\nSwiGLU = swiglu(swiglu_fn)\nBlock = block(block_fn)\n",
     )
     impl = load(spec)
     assert impl.provided == ("RMSNorm", "SwiGLU", "Block")
-    assert impl.factory("RMSNorm").__module__ == "tests.running.test_kit"  # named after the wrapped function's module
+    assert impl.factory("RMSNorm").__module__ == "tests.adapters.test_kit"  # named after the wrapped function's module
     for law_id in ("RMSNorm.rmsnorm_matches_golden", "SwiGLU.swiglu_matches_golden", "Block.block_matches_golden"):
         result = run_law(LAWS[law_id], impl, dtype=torch.float32, profile="ci")
         assert result.status == "passed", result.message
@@ -145,7 +145,7 @@ def test_a_forward_only_bridge_skips_the_gradient_laws_as_not_implemented(tmp_pa
     spec = _module(
         tmp_path,
         monkeypatch,
-        "from tests.running.test_kit import np_rms_norm\nfrom properties.adapters.kit import bridge, rmsnorm\n"
+        "from tests.adapters.test_kit import np_rms_norm\nfrom properties.adapters.kit import bridge, rmsnorm\n"
         "RMSNorm = rmsnorm(bridge(np_rms_norm))\n",
         "forward_only",
     )
@@ -160,7 +160,7 @@ def test_an_unsupported_dtype_is_a_skip_with_its_own_reason(tmp_path, monkeypatc
     spec = _module(
         tmp_path,
         monkeypatch,
-        "from tests.running.test_kit import rms_norm\nfrom properties.adapters.kit import rmsnorm\n"
+        "from tests.adapters.test_kit import rms_norm\nfrom properties.adapters.kit import rmsnorm\n"
         "RMSNorm = rmsnorm(rms_norm, dtypes=('fp32',))\n",
         "fp32_only",
     )

@@ -36,7 +36,7 @@ def test_a_failing_check_saves_a_counterexample_that_replays_to_the_same_failure
     [call] = case["calls"]
     assert call["component"] == "RMSNorm" and call["x"].dtype == torch.float32
     assert call["state"]["weight"].shape == call["x"].shape[-1:]
-    assert [label for label, _ in case["draws"]] == ["case"]
+    assert [label for label, _ in case["draws"]] == ["protocol", "case"]  # the call protocol is drawn first
 
     assert main(["replay", path]) == 1
     replayed = capsys.readouterr().out

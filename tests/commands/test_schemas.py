@@ -119,11 +119,11 @@ def test_under_pytest_junit_xml_carries_each_laws_measurements(tmp_path):
         cwd=tmp_path, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
-    [case] = [c for c in ET.parse(xml).iter("testcase") if "rmsnorm_matches_golden-fp32-cpu" in c.get("name")]
+    [case] = [c for c in ET.parse(xml).iter("testcase") if "[RMSNorm.rmsnorm_matches_golden-fp32-cpu]" in c.get("name")]
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert props["nanolm_status"] == "passed" and int(props["nanolm_examples"]) >= 1
     assert 0 < float(props["nanolm_headroom"]) <= 1 and float(props["nanolm_max_ulp"]) > 0
-    assert float(props["nanolm_bound_ulps"]) > 0 and "u_c" in props["nanolm_bound"]
+    assert float(props["nanolm_headroom_bound_ulps"]) > 0 and "u_c" in props["nanolm_bound"]
 
 
 def test_sigterm_during_compare_writes_a_partial_report_that_meets_its_schema(tmp_path):
@@ -152,3 +152,15 @@ def test_every_field_of_a_law_record_is_described_by_the_schema():
     described = set(CHECK["$defs"]["result"]["properties"])
     assert set(record) <= described, set(record) - described
     assert CHECK["$defs"]["result"] == COMPARE["$defs"]["result"]  # one record format in both reports
+
+
+def test_the_schemas_name_every_component_the_suite_knows():
+    """A JSON Schema is data: its list of components is tied to ``COMPONENTS`` here (a new component, e.g.
+    AddRMSNorm, must be added there too, or every report that provides it is invalid)."""
+    from properties.library.subject import COMPONENTS
+
+    provided = [
+        CHECK["properties"]["implementation"]["properties"]["provided"]["items"]["enum"],
+        COMPARE["properties"]["impls"]["items"]["properties"]["provided"]["items"]["enum"],
+    ]
+    assert provided == [list(COMPONENTS), list(COMPONENTS)]

@@ -22,7 +22,7 @@ from properties.running import profiles
 
 LAW = "RMSNorm.rmsnorm_matches_golden"
 WRONG = "properties.gallery.eps_outside_sqrt"  # fails LAW in fp32 on its pinned eps-dominated row
-ONE = ["--pyargs", "properties.conformance.test_laws", "-k", f"{LAW.split('.')[1]} and fp32 and cpu"]
+ONE = ["--pyargs", "properties.conformance.test_laws", "-k", f"{LAW}-fp32-cpu"]  # exactly one test
 
 
 def pytest_in(
@@ -121,7 +121,7 @@ def test_the_conformance_tests_run_from_an_empty_directory_with_a_repro_line_tha
 def test_a_repro_line_inside_the_invocation_directory_names_the_file(tmp_path):
     here = Path(__file__).resolve().parents[2]
     run = pytest_in(
-        here, "tests/conformance/test_laws.py", "-k", "rmsnorm_matches_golden and fp32 and cpu",
+        here, "tests/conformance/test_laws.py", "-k", f"{LAW}-fp32-cpu",
         "--impl", WRONG, "--nanolm-profile", "dev", "--hypothesis-seed", "3",
     )  # fmt: skip
     [line] = set(re.findall(r"^reproduce: (pytest .*)$", run.stdout, re.M))
@@ -174,7 +174,7 @@ def test_under_xdist_the_header_and_the_cuda_line_come_with_the_summary(tmp_path
     pytest.importorskip("xdist")
     import torch
 
-    both = [*ONE[:3], f"{LAW.split('.')[1]} and fp32"]  # the CPU test and the CUDA one
+    both = [*ONE[:3], f"{LAW}-fp32"]  # the CPU test and the CUDA one
     run = pytest_in(tmp_path, *both, "--impl", "torch", "--nanolm-profile", "ci", "-n", "2", xdist=True)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "nanolm-verify: implementation torch, law profile ci (1 law test)" in run.stdout

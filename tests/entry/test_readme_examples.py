@@ -69,38 +69,39 @@ def test_the_onnxruntime_example_passes_and_skips_bf16(kernels, capsys):
     assert "dtype not supported" in capsys.readouterr().out
 
 
-def _pytest(directory: Path, *args: str) -> subprocess.CompletedProcess:
+def _pytest(directory: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "HYPOTHESIS_"))}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", "test_mine.py", *args],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", "-rf"],
         cwd=directory, env={**env, "COLUMNS": "80"}, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
 
 
 def test_the_drop_in_example_with_declared_conventions_and_gradients_passes_and_fails_like_a_law(kernels):
+    """One pytest run of three copies: the example as written (passes), without the "none" mode's declaration
+    (bf16 arithmetic judged as the contract's fp32: fails), and against a wrong kernel (fails like a law)."""
     code = example("assertions")
     assert "conventions=" in code and "assert_rmsnorm_grads_close(" in code  # what the example is there to show
-    (kernels / "test_mine.py").write_text(code)
-    run = _pytest(kernels)
-    assert run.returncode == 0 and "4 passed" in run.stdout, run.stdout + run.stderr
-
     undeclared = code.replace('"none": {"compute_dtype": "input", "accumulation_dtype": "fp32"}', '"none": {}')
     assert undeclared != code
-    (kernels / "test_mine.py").write_text(undeclared)  # bf16 arithmetic judged as the contract's fp32: it fails
-    run = _pytest(kernels)
-    assert run.returncode == 1 and "1 failed, 3 passed" in run.stdout, run.stdout
-    assert "FAILED test_mine.py::test_rms_norm[none]" in run.stdout
-
     (kernels / "test_mine.py").write_text(code)
-    (kernels / "mykernels.py").write_text(MYKERNELS + WRONG)
-    run = _pytest(kernels)  # (unit-scale rows: in bf16 arithmetic the misplaced eps is below the bound)
-    assert run.returncode == 1, run.stdout
+    (kernels / "test_undeclared.py").write_text(undeclared)
+    (kernels / "wrongkernels.py").write_text(MYKERNELS + WRONG)
+    (kernels / "test_wrong.py").write_text(code.replace("from mykernels import", "from wrongkernels import"))
+    run = _pytest(kernels)
+    failed = sorted(re.findall(r"^FAILED (\S+) - ", run.stdout, re.M))
+    assert failed == [
+        "test_undeclared.py::test_rms_norm[none]",
+        "test_wrong.py::test_rms_norm[gemma]",  # (unit-scale rows: in bf16 arithmetic, "none", the misplaced eps
+        "test_wrong.py::test_rms_norm[llama]",  # stays within the bound)
+    ], run.stdout + run.stderr
+    assert "3 failed, 9 passed" in run.stdout, run.stdout  # test_mine.py: all 4 pass
     for mode in ("llama", "gemma"):
-        assert f"FAILED test_mine.py::test_rms_norm[{mode}] - LawFailure: casting_mode={mode}: " in run.stdout
-        assert f"reproduce: pytest 'test_mine.py::test_rms_norm[{mode}]'" in run.stdout
+        assert f"FAILED test_wrong.py::test_rms_norm[{mode}] - LawFailure: casting_mode={mode}: " in run.stdout
+        assert f"reproduce: pytest 'test_wrong.py::test_rms_norm[{mode}]'" in run.stdout
     text = " ".join(word for word in run.stdout.split() if word != "E")  # (pytest's "E" before each line)
     assert "casting_mode=llama assert_rmsnorm_close [bf16, cpu]: y: ULP error" in text, run.stdout
-    assert re.search(r"> bound \S+ ULP \(headroom \S+\) out of bound: \d+ of 131072 elements", text), run.stdout
-    assert "input: RMSNorm, bf16, shape=[4, 64, 512], D=512, cpu, eps: 1e-06 declared: roundings 2" in text
+    assert re.search(r"> bound \S+ ULP \(headroom \S+\) out of bound: \d+ of 8192 elements", text), run.stdout
+    assert "input: RMSNorm, bf16, shape=[2, 8, 512], D=512, cpu, eps: 1e-06 declared: roundings 2" in text
     failures = run.stdout.split(" FAILURES ")[1].split(" short test summary info ")[0].splitlines()
     assert [line for line in failures if len(line) > 80 and not line.startswith("reproduce: ")] == []

@@ -204,3 +204,37 @@ def test_sampled_rows_of_a_huge_batch_read_only_those_rows() -> None:
 def test_bad_rows_are_refused_before_any_work(rows, match: str) -> None:
     with pytest.raises(ValueError, match=f"golden.rmsnorm: rows.*{match}"):
         golden.rmsnorm(torch.randn(3, 5, 4), torch.ones(4), 1e-6, rows=rows)
+
+
+def _small_block(dtype: torch.dtype = torch.float32):
+    from nanolm_core import Block, ModelConfig
+
+    torch.manual_seed(11)
+    cfg = ModelConfig(dim=16, n_heads=4, n_kv_heads=2, ffn_dim=24)
+    blk = Block(cfg)
+    with torch.no_grad():
+        for p in blk.parameters():
+            p.copy_(torch.randn_like(p) * (0.4 if p.dim() > 1 else 1.0))
+    return blk.to(dtype).state_dict(), cfg, torch.randn(2, 7, 16).to(dtype)
+
+
+def test_sampled_block_positions_are_those_of_the_whole_block() -> None:
+    """rows= on the Block and on attention: keys and values at every position, the outputs only where asked."""
+    sd, cfg, x = _small_block()
+    idx = [13, 0, 6, 7]  # (b, t) = (1, 6), (0, 0), (0, 6), (1, 0)
+    whole = golden.block(x, sd, cfg)
+    some = golden.block(x, sd, cfg, rows=idx, validate="full")
+    assert some.shape == (4, 16) and some.info["full_check_rel"] <= 2.0**-100
+    assert torch.equal(some.rounded(torch.float32), whole.rounded(torch.float32).reshape(14, 16)[idx])
+    att = [sd[f"attn.{n}.weight"] for n in ("wq", "wk", "wv", "wo")]
+    a = golden.attention(x, *att, cfg, rows=torch.tensor(idx), validate="full")
+    assert a.info["full_check_rel"] <= 2.0**-100
+    assert torch.equal(
+        a.rounded(torch.float32), golden.attention(x, *att, cfg).rounded(torch.float32).reshape(14, 16)[idx]
+    )
+
+
+def test_sampled_block_rows_are_checked_first() -> None:
+    sd, cfg, x = _small_block()
+    with pytest.raises(ValueError, match=r"golden.block: rows must be in \[0, 14\)"):
+        golden.block(x, sd, cfg, rows=[14])

@@ -16,7 +16,6 @@ import pytest
 import torch
 
 import golden
-from properties.library.conventions import ConventionError, parse
 from properties.numerics import bounds, ulp
 
 DTYPES = [torch.bfloat16, torch.float16, torch.float32, torch.float64]
@@ -182,11 +181,3 @@ def test_the_vjp_bound_admits_autograd_of_both_orders(dtype: torch.dtype, order:
         bd, bdw = bounds.add_rmsnorm_vjp(x0, r0, w.detach(), EPS, gy, gh, dtype)
         for what, got, g, b in (("dx", dx, gd, bd), ("dr", dr, gd, bd), ("dw", dw, gdw, bdw)):
             assert _room(got, g, b) <= 1.0, f"{what} [{where}]"
-
-
-def test_the_norm_input_declaration_is_validated_and_reaches_the_bounds() -> None:
-    declared = parse("AddRMSNorm", {"norm_input": "sum", "compute_dtype": "fp32"})
-    assert declared.norm_input == "sum" and declared.arithmetic().norm_input == "sum"
-    assert "norm input sum" in declared.summary()
-    with pytest.raises(ConventionError, match=r"CONVENTIONS\['AddRMSNorm'\]\['norm_input'\]: 'fused'; expected one of"):
-        parse("AddRMSNorm", {"norm_input": "fused"})

@@ -452,3 +452,9 @@ def test_formula_names_symbols_numbers_and_shape(dtype: torch.dtype) -> None:
     assert np.all(b.pairwise <= b.abs)
     assert b.accuracy == bounds.accuracy_class(b.max_ulps)
     assert b.abs.shape == b.ulps.shape == (2, 4096)
+
+
+def test_a_sum_of_two_bounds_of_one_formula_prints_the_formula_once() -> None:
+    x, w = torch.randn(2, 64).bfloat16(), torch.ones(64).bfloat16()
+    text = bounds.rmsnorm_drift(x, w, EPS).formula
+    assert text.count("γ_(D+1) =") == 1 and "t=bf16" in text and "t=fp32" in text

@@ -193,3 +193,17 @@ def test_a_catalogue_entry_exiting_at_import_is_a_miss_not_the_end(module, tmp_p
     status, failed = _run("pitfalls", module, tmp_path, monkeypatch, capsys)
     assert status == 1 and [cause for cause, _ in failed] == ["crash"]
     assert "NOT CAUGHT" in capsys.readouterr().out and "Summary" in failed[0][1]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_the_verifier_never_imports_the_implementation(command, tmp_path, monkeypatch, capsys):
+    name = "tests.impls.rms_only"
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    argv = {
+        "check": ["check", name, *ONE_LAW],
+        "compare": ["compare", "nanolm_core", name, *ONE_LAW, "--workers", "1", "--out", str(tmp_path)],
+        "pitfalls": ["pitfalls", "rms_only", "--profile", "ci", "--workers", "1"],
+    }[command]
+    monkeypatch.setitem(PITFALLS, "rms_only", Pitfall(name, "RMSNorm.rmsnorm_matches_golden", "fp32", "test-only", "-"))
+    assert main(argv) in (0, 1)
+    assert name not in sys.modules  # its workers imported it; this process did not (not even to pre-check it)

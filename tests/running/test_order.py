@@ -94,3 +94,29 @@ def test_one_worker_and_two_workers_give_identical_records(tmp_path):
 
     one, two = records(1), records(2)
     assert len(one) > 20 and one == two  # each law seeded from the run seed and its id, not from which worker ran it
+
+
+def test_the_draws_do_not_depend_on_the_constants_of_loaded_source(monkeypatch):
+    """Hypothesis may answer a draw with a constant from the source of a loaded "local" module (the subject, an
+    editable checkout of the suite): the laws' draws — hence every verdict of a derandomized run — must be the same
+    whatever such constants exist, as for an install in site-packages, where none are local."""
+    from hypothesis.internal.conjecture import providers
+
+    impl = Implementation("nanolm_core", nanolm_core)
+    laws = [LAWS[i] for i in ("RMSNorm.rmsnorm_matches_golden", "SwiGLU.swiglu_matches_golden")]
+
+    def measured() -> list[tuple]:
+        results = [run_law(law, impl, dtype="fp32", profile="ci") for law in laws]
+        return [(r.max_ulp, r.headroom, json.dumps(r.worst_input, sort_keys=True)) for r in results]
+
+    plain = measured()
+    many = providers.Constants()  # a subject (or a checkout) full of in-range constants
+    for i in range(300):
+        many.integers.add(i)
+        many.floats.add(i / 3)
+    monkeypatch.setattr(providers, "_get_local_constants", lambda: many)
+    providers.CONSTANTS_CACHE.cache.clear()
+    try:
+        assert measured() == plain
+    finally:
+        providers.CONSTANTS_CACHE.cache.clear()

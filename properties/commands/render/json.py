@@ -18,7 +18,7 @@ import torch
 
 from properties import __version__
 from properties.commands.results import Cell, counts, library_versions
-from properties.running import profiles
+from properties.running import findings, profiles
 from properties.running.session import Run, SubjectInfo
 
 __all__ = ["CHECK_SCHEMA", "COMPARE_SCHEMA", "check_report", "compare_from_json", "compare_report", "schema", "write"]
@@ -62,6 +62,7 @@ def check_report(run: Run, info: SubjectInfo, *, threads: int = 1) -> dict[str, 
             "skip_reason": info.skip_reason,
             "conventions": info.conventions,
             "import_effects": list(info.import_effects),
+            "declarations": [d.to_json() for d in findings.subject_declarations(results, info)],
         },
         "platform": {
             "python": platform.python_version(),

@@ -29,6 +29,7 @@ from properties.commands.results import (
 from properties.library.assertions import plural, relayout
 from properties.library.conventions import parse_all
 from properties.library.subject import COMPONENTS
+from properties.running import findings
 from properties.running.runner import Law, LawResult
 from properties.running.session import Selection, SubjectInfo
 
@@ -187,10 +188,17 @@ def failure_text(r: LawResult, brief: bool = False, *, marked: bool = True) -> s
 
 
 def check_footer(
-    results: Sequence[LawResult], *, planned: int, interrupted: int | None, brief: bool, saved: str
+    results: Sequence[LawResult],
+    *,
+    planned: int,
+    interrupted: int | None,
+    brief: bool,
+    saved: str,
+    info: SubjectInfo | None = None,
 ) -> str:
-    """After the table: each problem's block, where the counterexamples went, what was declared or skipped, an
-    interruption — each block after a blank line ("" when there is nothing to say)."""
+    """After the table: each problem's block, where the counterexamples went, what was declared or skipped, what
+    the failures look like, what was measured without being required, the declarations ``info``'s measurements did
+    not need, an interruption — each block after a blank line ("" when there is nothing to say)."""
     blocks = [failure_text(r, brief) for r in results if r.status in ("failed", "error", "xpassed")]
     blocks += [saved] if saved else []
     excused = sorted(
@@ -201,6 +209,10 @@ def check_footer(
     skipped = sorted({r.message for r in results if r.status == "skipped"})
     if skipped:
         blocks.append("\n".join(wrap("skip reasons: " + "; ".join(skipped[:6]) + (" …" if len(skipped) > 6 else ""))))
+    blocks += ["\n".join(wrap(f"diagnosis: {line}")) for line in findings.diagnosis_lines(results)]
+    blocks += ["\n".join(wrap(f"measured: {line}")) for line in findings.batch_lines(results)]
+    unneeded = [d for d in findings.subject_declarations(results, info) if d.warning] if info is not None else []
+    blocks += ["\n".join(wrap(f"warning: {d.text()}")) for d in unneeded]
     if interrupted:
         blocks.append(f"interrupted by {signal.Signals(interrupted).name}: {len(results)} of {planned} results")
     return "\n".join("\n" + block for block in blocks)

@@ -18,6 +18,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import golden
+from properties.library import protocols
 from properties.library import strategies as S
 from properties.library.assertions import as_f64, assert_bitwise_equal, assert_matches_golden, assert_unchanged, fail
 from properties.library.context import current, measure
@@ -48,28 +49,25 @@ def _assert_h(h: torch.Tensor, gh: golden.Golden, bh: bounds.Bound) -> None:
         assert_matches_golden(h, gh, bh, what="h", record=False)
 
 
-def _span(t: torch.Tensor) -> tuple[int, int] | None:
-    """[first, last) byte addresses t's elements occupy (None when empty)."""
-    if t.numel() == 0:
-        return None
-    first = t.untyped_storage().data_ptr() + t.storage_offset() * t.element_size()
-    extent = sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride(), strict=True)) + 1
-    return first, first + extent * t.element_size()
-
-
-def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Do the memory ranges of a and b intersect (conservative: interleaved views count as overlapping)?"""
-    sa, sb = _span(a), _span(b)
-    return sa is not None and sb is not None and sa[0] < sb[1] and sb[0] < sa[1]
+def _assert_new_memory(outputs: dict[str, torch.Tensor], inputs: dict[str, torch.Tensor]) -> None:
+    """No output overlaps in memory an input or an output named before it (conservative: interleaved views of one
+    storage count as overlapping)."""
+    __tracebackhide__ = True
+    seen = list(inputs.items())
+    for name, t in outputs.items():
+        protocols.assert_apart([t], seen, f"output {name} (an in-place result handed back?)")
+        seen.append((name, t))
 
 
 @law("AddRMSNorm", cost=2)
 @given(data=st.data())
 @example(data=PINS["zero branch"])
 @example(data=PINS["wide rows, D=1024"])
+@protocols.honoured(protocols.FORWARD, pin=PINS["every protocol"])
 def add_rmsnorm_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """|y − golden| ≤ bounds.add_rmsnorm elementwise, y = RMSNorm of the exact sum x + r, and h is x + r correctly
-    rounded — in every row regime of the stream and every branch (small, comparable, large, cancelling, zero)."""
+    rounded — in every row regime of the stream and every branch (small, comparable, large, cancelling, zero), under
+    every call protocol (modes, held outputs, alternated, tied and moved instances)."""
     c = data.draw(S.add_rmsnorm_cases(dtype), label="case")
     note(c)
     y, h = add_rmsnorm_forward(impl, c.x, c.residual, c.weight, c.eps, dtype, device)
@@ -119,15 +117,10 @@ def add_rmsnorm_outputs_are_new_tensors(impl: Implementation, dtype: DType, devi
     x, r = c.x.to(device), c.residual.to(device)
     before = x.clone(), r.clone(), c.weight.to(device).clone()
     y, h = call_pair(module, x, r)
-    weight = dict(module.named_parameters())["weight"]
-    for name, now, then in zip(("input x", "input residual", "weight γ"), (x, r, weight), before, strict=True):
+    inputs = {"x": x, "residual": r, "weight": dict(module.named_parameters())["weight"]}
+    for (name, now), then in zip(inputs.items(), before, strict=True):
         assert_unchanged(then, now, what=name)
-    named = {"x": x, "residual": r, "weight": weight}
-    for out, t in (("y", y), ("h", h)):
-        hit = [k for k, v in named.items() if _overlap(t, v)]
-        if hit:
-            fail(f"output {out} shares memory with {', '.join(hit)} (an in-place result handed back)")
-        named[out] = t
+    _assert_new_memory({"y": y, "h": h}, inputs)
 
 
 @law("AddRMSNorm")
@@ -139,14 +132,8 @@ def add_rmsnorm_preserves_shape_dtype_device(impl: Implementation, dtype: DType,
     add_rmsnorm_forward(impl, c.x, c.residual, c.weight, c.eps, dtype, device, output_cause="law")  # this law's own
 
 
-@law("AddRMSNorm", cost=2)
-@given(data=st.data())
-@example(data=PINS["AddRMSNorm, 160 rows"])
-def add_rmsnorm_gradients_match_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
-    """The backward pass for random cotangents of y and h matches golden.add_rmsnorm_vjp within bounds.add_rmsnorm_vjp:
-    x and r receive one gradient, dx = dr = dx_RMSNorm(h) + g_h (each judged), and dγ (pinned at 160 rows)."""
-    gc = data.draw(S.add_rmsnorm_grad_cases(dtype), label="case")
-    note(gc)
+def _grads(impl: Implementation, gc: S.AddGradCase, dtype: DType, device: str) -> list[torch.Tensor]:
+    """[dx, d(residual), dγ] of the subject for the case's cotangents of y and h (a missing one: the law fails)."""
     c = gc.case
     module = build_add_rmsnorm(impl, c.weight, c.eps, dtype, device)
     x, r = (t.to(device).requires_grad_(True) for t in (c.x, c.residual))
@@ -156,10 +143,30 @@ def add_rmsnorm_gradients_match_golden(impl: Implementation, dtype: DType, devic
     missing = [n for n, g in zip(("x", "residual", "weight"), grads, strict=True) if g is None]
     if missing:
         fail(f"AddRMSNorm backward gives no gradient for {', '.join(missing)}")
+    return grads
+
+
+def _measure_one_gradient(dx: torch.Tensor, dr: torch.Tensor) -> None:
+    """Record whether dx and d(residual) — one tensor mathematically — were bitwise equal in every example."""
+    ctx, name = current(), "dx and d(residual) bitwise equal (every example)"
+    seen = ctx.recorder.measurements.get(name, True) if ctx is not None else True
+    measure(name, bool(seen and torch.equal(dx, dr)))
+
+
+@law("AddRMSNorm", cost=2)
+@given(data=st.data())
+@example(data=PINS["AddRMSNorm, 160 rows"])
+@protocols.honoured(protocols.GRADIENT, pin=PINS["every protocol, gradients"])
+def add_rmsnorm_gradients_match_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """The backward pass for random cotangents of y and h matches golden.add_rmsnorm_vjp within bounds.add_rmsnorm_vjp:
+    x and r receive one gradient, dx = dr = dx_RMSNorm(h) + g_h (each judged), and dγ (pinned at 160 rows) — under
+    every gradient protocol (accumulation, cotangent layouts, partial gradients, checkpointing …)."""
+    gc = data.draw(S.add_rmsnorm_grad_cases(dtype), label="case")
+    note(gc)
+    c = gc.case
+    grads = _grads(impl, gc, dtype, device)
     gd, gdw = golden.add_rmsnorm_vjp(c.x, c.residual, c.weight, c.eps, gc.grad_y, gc.grad_h)
     bd, bdw = bounds.add_rmsnorm_vjp(c.x, c.residual, c.weight, c.eps, gc.grad_y, gc.grad_h, dtype)
     for what, g, gold, b in (("dx", grads[0], gd, bd), ("d(residual)", grads[1], gd, bd), ("dγ", grads[2], gdw, bdw)):
         assert_matches_golden(g, gold, b, what=what, record=False)  # ULPs of cancelling sums say little
-    ctx, name = current(), "dx and d(residual) bitwise equal (every example)"
-    seen = ctx.recorder.measurements.get(name, True) if ctx is not None else True
-    measure(name, bool(seen and torch.equal(grads[0], grads[1])))
+    _measure_one_gradient(grads[0], grads[1])

@@ -23,6 +23,7 @@ from properties.library import protocols
 from properties.library import strategies as S
 from properties.library.assertions import (
     as_f64,
+    assert_batch_invariant,
     assert_bitwise_equal,
     assert_close,
     assert_matches_golden,
@@ -118,6 +119,22 @@ def block_is_causal(impl: Implementation, dtype: DType, device: str, data: Data)
     assert_bitwise_equal(
         y2[:, : cc.t], y[:, : cc.t], what=f"outputs of tokens < {cc.t}", why=f"tokens ≥ {cc.t} changed"
     )
+
+
+@law("Block", cost=2)
+@given(data=st.data())
+def block_is_batch_invariant(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """out(x[:k]) and out(x)[:k] agree within 2·bound over the batch dimension, and whether bitwise is measured and
+    reported (the projections are GEMMs over B·T rows, not batch-invariant on the CPU); bitwise equality is required
+    when declared ``batch_invariant: True``."""
+    c = data.draw(S.block_cases(dtype, max_dim=32, max_tokens=4), label="case")
+    note(c)
+    x = c.x if c.x.shape[0] > 1 else torch.cat([c.x, c.x.roll(1, dims=-1)])  # two sequences at least
+    k = data.draw(st.integers(1, x.shape[0] - 1), label="k")
+    full = block_forward(impl, x, c.config, c.params, dtype, device)
+    part = block_forward(impl, x[:k].contiguous(), c.config, c.params, dtype, device)
+    b = bounds.between(bounds.block(x[:k], c.params, c.config, dtype, random_weights=True))
+    assert_batch_invariant(part, full[:k], b, what=f"out(x[:{k}]) vs out(x)[:{k}]")
 
 
 @law("Block")

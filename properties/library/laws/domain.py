@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 import golden
 from golden.formats import fmt
+from properties.library import protocols
 from properties.library import strategies as S
 from properties.library.assertions import as_f64, assert_matches_golden
 from properties.library.context import current, measure
@@ -134,6 +135,7 @@ def _judged_rows(dc: Any, dtype: DType) -> tuple[Any, np.ndarray]:
 @law("RMSNorm", cost=4)
 @given(data=st.data())
 @example(data=DOMAIN_PINS["equal rows at the threshold, 1e20"])
+@protocols.honoured(protocols.FORWARD)  # drawn only: the law's own rows are the regime
 def rmsnorm_is_exact_up_to_the_overflow_threshold(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """Rows up to the domain limit Σx²·(1 + D·u_c) ≤ max_c (|x| ≤ √(max_c/D) for equal entries; c = fp32, fp64
     for fp64) match golden within bounds.rmsnorm; beyond it the result is recorded (zeros, non-finite, correct),

@@ -19,9 +19,18 @@ import torch
 
 import golden
 from properties.library import strategies as S
-from properties.library.assertions import assert_matches_golden
+from properties.library.assertions import assert_bitwise_equal, assert_matches_golden
 from properties.library.context import count_examples, describe
-from properties.library.harness import backward, block_forward, build_rmsnorm, build_swiglu, call
+from properties.library.harness import (
+    backward,
+    block_forward,
+    build_add_rmsnorm,
+    build_rmsnorm,
+    build_swiglu,
+    call,
+    call_pair,
+)
+from properties.library.laws.add_rmsnorm import rounded_once
 from properties.library.subject import Implementation
 from properties.library.table import law
 from properties.numerics import bounds
@@ -50,24 +59,44 @@ def _forward_and_dx(module: torch.nn.Module, x: torch.Tensor, g: torch.Tensor, c
     return y, dx
 
 
+def _add_rmsnorm_run(impl: Implementation, c: S.PathCase, dtype: DType, device: str):
+    """((y, h) of the inference path, (dx, dr) for random cotangents, those cotangents (g_y, g_h))."""
+    w, r = c.params["weight"], c.params["residual"]
+    module = build_add_rmsnorm(impl, w, c.eps, dtype, device)
+    outs = call_pair(module, c.x.to(device), r.to(device))
+    xd, rd = (t.to(device).requires_grad_(True) for t in (c.x, r))
+    gs = tuple(S.cotangent(tuple(c.x.shape), dtype, c.x.shape[0] + k) for k in range(2))
+    yd, hd = call_pair(module, xd, rd, grad=True)
+    grads = backward((yd, hd), tuple(g.to(device) for g in gs), [xd, rd], component="AddRMSNorm")
+    return outs, grads, gs
+
+
+def _sample(c: S.PathCase, *tensors: torch.Tensor, unit: str = "rows") -> tuple[np.ndarray, list, str]:
+    """The sampled rows of the case (``strategies.sampled_rows``), those rows of each tensor, and their name."""
+    idx = S.sampled_rows(c.x.numel() // c.x.shape[-1], c.x.shape[-1])
+    return idx, [_rows(t, idx) for t in tensors], f"[{c.name}] {unit} {idx.tolist()}"
+
+
+def _judge(idx: np.ndarray, what: str, *checks: tuple) -> None:
+    """Each (name, full output, golden of the sampled rows, bound) judged on the sampled rows; the first (the
+    output) records the law's ULP measurements, derivatives do not (ULPs of cancelling sums say little)."""
+    __tracebackhide__ = True
+    for k, (name, full, gold, bound) in enumerate(checks):
+        assert_matches_golden(_rows(full, idx), gold, bound, what=f"{name} {what}", record=k == 0)
+
+
 @law("RMSNorm", cost=4)
 def rmsnorm_matches_golden_at_code_path_sizes(impl: Implementation, dtype: DType, device: str) -> None:
     """On 2^16 + 1 rows (D = 8), 2^17 + 3 rows (D = 4), 4,099 rows of D = 64 and 256, and a few rows of D = 513,
     4097 (2^k + 1), 1536 and 2047, y and dx (random cotangent) match golden within bounds.rmsnorm(_vjp) on the
     first, last, every power-of-two-boundary and random rows."""
     for c in _cases("RMSNorm", dtype):
-        w = c.params["weight"]
-        g = S.cotangent(tuple(c.x.shape), dtype, c.x.shape[0])
+        w, g = c.params["weight"], S.cotangent(tuple(c.x.shape), dtype, c.x.shape[0])
         y, dx = _forward_and_dx(build_rmsnorm(impl, w, c.eps, dtype, device), c.x, g, "RMSNorm", device)
-        idx = S.sampled_rows(c.x.shape[0], c.x.shape[-1])
-        xs, gs = _rows(c.x, idx), _rows(g, idx)
-        what = f"[{c.name}] rows {idx.tolist()}"
-        assert_matches_golden(
-            _rows(y, idx), golden.rmsnorm(xs, w, c.eps), bounds.rmsnorm(xs, w, c.eps, dtype), what=f"y {what}"
-        )
-        gdx, _ = golden.rmsnorm_vjp(xs, w, c.eps, gs)
-        bdx, _ = bounds.rmsnorm_vjp(xs, w, c.eps, gs, dtype)
-        assert_matches_golden(_rows(dx, idx), gdx, bdx, what=f"dx {what}", record=False)
+        idx, (xs, gs), what = _sample(c, c.x, g)
+        gdx, bdx = golden.rmsnorm_vjp(xs, w, c.eps, gs)[0], bounds.rmsnorm_vjp(xs, w, c.eps, gs, dtype)[0]
+        y_check = ("y", y, golden.rmsnorm(xs, w, c.eps), bounds.rmsnorm(xs, w, c.eps, dtype))
+        _judge(idx, what, y_check, ("dx", dx, gdx, bdx))
 
 
 @law("SwiGLU", cost=4)
@@ -76,17 +105,12 @@ def swiglu_matches_golden_at_code_path_sizes(impl: Implementation, dtype: DType,
     D = 129, F = 257 (2^k + 1), y and dx (random cotangent) match golden within bounds.swiglu(_vjp) on the first,
     last, every power-of-two-boundary and random tokens."""
     for c in _cases("SwiGLU", dtype):
-        w = [c.params[n] for n in NAMES]
-        g = S.cotangent(tuple(c.x.shape), dtype, c.x.shape[0])
+        w, g = [c.params[n] for n in NAMES], S.cotangent(tuple(c.x.shape), dtype, c.x.shape[0])
         y, dx = _forward_and_dx(build_swiglu(impl, c.params, dtype, device), c.x, g, "SwiGLU", device)
-        idx = S.sampled_rows(c.x.shape[0], c.x.shape[-1])
-        xs, gs = _rows(c.x, idx), _rows(g, idx)
-        what = f"[{c.name}] tokens {idx.tolist()}"
-        b = bounds.swiglu(xs, *w, dtype, random_weights=True)
-        assert_matches_golden(_rows(y, idx), golden.swiglu(xs, *w), b, what=f"y {what}")
-        gdx = golden.swiglu_vjp(xs, *w, gs)[0]
-        bdx = bounds.swiglu_vjp(xs, *w, gs, dtype)[0]
-        assert_matches_golden(_rows(dx, idx), gdx, bdx, what=f"dx {what}", record=False)
+        idx, (xs, gs), what = _sample(c, c.x, g, unit="tokens")
+        y_check = ("y", y, golden.swiglu(xs, *w), bounds.swiglu(xs, *w, dtype, random_weights=True))
+        gdx, bdx = golden.swiglu_vjp(xs, *w, gs)[0], bounds.swiglu_vjp(xs, *w, gs, dtype)[0]
+        _judge(idx, what, y_check, ("dx", dx, gdx, bdx))
 
 
 @law("Block", cost=4)
@@ -101,3 +125,20 @@ def block_matches_golden_at_code_path_sizes(impl: Implementation, dtype: DType, 
         b = bounds.block(xs, c.params, c.config, dtype, random_weights=True)
         what = f"out [{c.name}] sequences {idx.tolist()}"
         assert_matches_golden(y[idx.to(y.device)], golden.block(xs, c.params, c.config), b, what=what)
+
+
+# ------------------------------------------------------------------------------------------ AddRMSNorm
+@law("AddRMSNorm", cost=4)
+def add_rmsnorm_matches_golden_at_code_path_sizes(impl: Implementation, dtype: DType, device: str) -> None:
+    """On 2^16 + 1 rows (D = 8) and 5 rows of D = 4097 (2^12 + 1), y matches golden within bounds.add_rmsnorm, h is
+    x + r rounded once, and dx = dr (random cotangents of y and h) match golden.add_rmsnorm_vjp on the first, last,
+    every power-of-two-boundary and random rows."""
+    for c in _cases("AddRMSNorm", dtype):
+        w, r = c.params["weight"], c.params["residual"]
+        (y, h), (dx, dr), (gy, gh) = _add_rmsnorm_run(impl, c, dtype, device)
+        idx, (xs, rs, gys, ghs), what = _sample(c, c.x, r, gy, gh)
+        assert_bitwise_equal(_rows(h, idx), rounded_once(xs, rs), what=f"h {what}", why="x + r rounded once")
+        y_check = ("y", y, golden.add_rmsnorm(xs, rs, w, c.eps)[0], bounds.add_rmsnorm(xs, rs, w, c.eps, dtype)[0])
+        gd = golden.add_rmsnorm_vjp(xs, rs, w, c.eps, gys, ghs)[0]
+        bd = bounds.add_rmsnorm_vjp(xs, rs, w, c.eps, gys, ghs, dtype)[0]
+        _judge(idx, what, y_check, ("dx", dx, gd, bd), ("d(residual)", dr, gd, bd))

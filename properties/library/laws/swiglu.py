@@ -21,6 +21,7 @@ from properties.library import protocols
 from properties.library import strategies as S
 from properties.library.assertions import (
     as_f64,
+    assert_batch_invariant,
     assert_bitwise_equal,
     assert_close,
     assert_matches_golden,
@@ -141,6 +142,23 @@ def swiglu_tokens_are_independent(impl: Implementation, dtype: DType, device: st
     b = bounds.between(bounds.swiglu(_tokens(c.x, tc.i), c.w_gate, c.w_up, c.w_down, dtype, random_weights=True))
     what, name = f"token {tc.i} after changing the others", "token with the original neighbours"
     assert_close(y2, y, b, what=what, expected_name=name)
+
+
+@law("SwiGLU")
+@given(data=st.data())
+def swiglu_is_batch_invariant(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+    """f(x[:k]) and f(x)[:k] agree within 2·bound, and whether bitwise is measured and reported — a CPU GEMM picks
+    its kernel by the number of tokens (nn.Linear, the reference's, is not batch-invariant there); bitwise equality
+    is required when declared ``batch_invariant: True``."""
+    tc = data.draw(S.swiglu_token_cases(dtype), label="case")
+    note(tc)
+    x = tc.case.x.reshape(-1, tc.case.x.shape[-1])
+    k = tc.i + 1 if tc.i + 1 < x.shape[0] else x.shape[0] - 1
+    full = swiglu_forward(impl, x, tc.case.params, dtype, device)
+    part = swiglu_forward(impl, x[:k].contiguous(), tc.case.params, dtype, device)
+    c = tc.case
+    b = bounds.between(bounds.swiglu(x[:k], c.w_gate, c.w_up, c.w_down, dtype, random_weights=True))
+    assert_batch_invariant(part, full[:k], b, what=f"f(x[:{k}]) vs f(x)[:{k}]")
 
 
 @law("SwiGLU")

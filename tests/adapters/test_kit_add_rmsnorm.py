@@ -41,7 +41,7 @@ def test_a_functional_and_an_in_place_kernel_pass_every_law(tmp_path, monkeypatc
     spec = _module(
         tmp_path,
         monkeypatch,
-        f"from tests.running.test_kit_add_rmsnorm import {kernel}\n"
+        f"from tests.adapters.test_kit_add_rmsnorm import {kernel}\n"
         "from properties.adapters.kit import add_rmsnorm\n"
         f"AddRMSNorm = add_rmsnorm({kernel}, in_place={in_place})\n",
         f"my_{kernel.strip('_')}{'_in_place' * in_place}",
@@ -74,7 +74,7 @@ def test_the_kernel_as_given_modifies_the_callers_tensors_and_the_law_sees_it(tm
         tmp_path,
         monkeypatch,
         "import nanolm_core\n"
-        "from tests.running.test_kit_add_rmsnorm import fused_add_rms_norm_\n"
+        "from tests.adapters.test_kit_add_rmsnorm import fused_add_rms_norm_\n"
         "class AddRMSNorm(nanolm_core.AddRMSNorm):\n"
         "    def forward(self, x, residual):\n"
         "        fused_add_rms_norm_(x, residual, self.weight, self.eps)\n"
