@@ -22,7 +22,15 @@ rounding per product. The deepest tree is the sequential one, h = n − 1, so ev
 The any-order constant is deterministic: it holds when the rounding errors correlate (a constant row, a
 same-sign row — Σx² and the softmax denominator always are), where the independence assumption of a
 probabilistic model (Higham & Mary 2019) fails: ``torch.compile``'s 8-lane sequential Σx² of a constant row
-errs 5× beyond the pairwise constant at D = 4096. So every reduction's own error is bounded deterministically.
+errs 5× beyond the pairwise constant at D = 4096. So in this (deterministic) tier every reduction's own error is
+bounded deterministically.
+
+Two tiers. ``Bound.abs`` is the deterministic tier described here; on inputs a law drew (``drawn``,
+``random_weights``) whose rounding errors the model describes (``sites.model_rows``), ``Bound.prob`` adds the
+probabilistic tier: λ·√(Σ_k c_k²B_k²) with the exact first-order coefficients of every rounding site
+(``properties.numerics.sites``, Higham & Mary's model of mean-zero rounding errors), a stated probability of
+exceeding it (:func:`probabilistic`), and ``Bound.allowed`` = min of the two judges. The rest of this docstring is
+the deterministic tier.
 
 Probabilistic only where the randomness is the verifier's own. The rounding errors e_k of the inputs of a
 linear map y_j = Σ_k W_jk·v_k propagate as Σ_k W_jk·e_k. When the law *drew* W with independent entries of
