@@ -575,7 +575,9 @@ def _rows_case(
     def build(dtype: torch.dtype) -> RMSNormCase:
         x = torch.tensor(values, dtype=torch.float64).to(dtype)
         D = x.shape[-1]
-        w = torch.linspace(-1.5, 1.75, D, dtype=torch.float64) if gamma == "random_signed" else torch.ones(D)
+        w = torch.linspace(-1.5, 1.75, D, dtype=torch.float64) if gamma != "ones" else torch.ones(D)
+        if gamma == "tiny_and_large":  # |γ| from 2^-8 to 2^4: a gain far from 1 (Gemma's 1 + w loses γ's bits)
+            w = w * 2.0 ** torch.linspace(-8, 4, D, dtype=torch.float64).round()
         return RMSNormCase(x, w.to(dtype), eps, kinds, gamma)
 
     return build
@@ -621,6 +623,10 @@ RMSNORM_PINS = {
         _rows_case([[1e-4, -2e-4, 3e-4, 1e-4, -1e-4, 2e-4]], ("eps_dominated",), eps=1e-6, gamma="ones"),
     ),
     "fp16 |x| > 256": Pin("fp16 |x| > 256", _rows_case([[300.0, -512.0, 1000.0, 257.0]], ("large",), gamma="ones")),
+    "gains 2^-8 … 2^4": Pin(
+        "gains 2^-8 … 2^4",
+        _rows_case([[1.0, -2.0, 3.0, 0.5, 0.25, -1.0, 2.0, 1.5]], ("normal",), gamma="tiny_and_large"),
+    ),
     "constant row, mean 3": Pin(
         "constant row, mean 3", _rows_case([[3.0] * 5, [3.0, 3.5, 2.5, 3.0, 4.0]], ("constant", "mean_shifted"))
     ),

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from properties.gallery import PITFALLS
 from properties.library import harness, protocols
 from properties.library import strategies as S
-from properties.library.context import LawContext, LawFailure, open_context
+from properties.library.context import LawContext, LawFailure, NotApplicable, open_context
 from properties.running.loading import load
 from properties.running.runner import LAWS
 
@@ -114,6 +114,22 @@ def test_the_reference_holds_under_every_protocol(law_id, dtype):
     for protocol in LAWS[law_id].body.protocols:
         failure = run_under(law_id, "nanolm_core", dtype, protocol)
         assert failure is None, f"{protocol.name}: {failure}"
+
+
+@pytest.mark.parametrize(
+    ("law_id", "protocol"),
+    [("RMSNorm.rmsnorm_matches_golden", P.HELD), ("AddRMSNorm.add_rmsnorm_matches_golden", P.MOVED)],
+    ids=["held: a twin in bf16", "moved: loaded in fp64"],
+)
+def test_a_side_call_in_an_unsupported_dtype_is_left_out_not_the_law(law_id, protocol):
+    """onnxruntime's norms have no bf16 (RMSNormalization) and no fp64 (SkipSimplifiedLayerNormalization): the
+    protocol's unjudged call in that dtype is left out and the fp32 verdict stands (a skip would hide it)."""
+    pytest.importorskip("onnxruntime")
+    try:
+        failure = run_under(law_id, "onnxruntime", torch.float32, protocol)
+    except NotApplicable as skipped:
+        pytest.fail(f"the law was skipped in fp32: {skipped}")
+    assert failure is None, failure
 
 
 def test_pins_run_every_pinned_protocol_in_the_pin_dtypes_only():

@@ -85,6 +85,7 @@ def _grads(impl: Implementation, gc: S.GradCase, dtype: DType, device: str) -> t
 @example(data=PINS["one huge outlier"])
 @example(data=PINS["eps-dominated"])
 @example(data=PINS["subnormal row"])
+@example(data=PINS["gains 2^-8 … 2^4"])
 @protocols.honoured(protocols.FORWARD, pin=S.PROTOCOL_PINS["RMSNorm"])
 def rmsnorm_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """|y − golden| ≤ bounds.rmsnorm elementwise: y = x/√(mean(x²)+eps)⊙γ in every row regime (ULP error measured)."""
