@@ -309,7 +309,9 @@ def test_a_subject_that_calls_pytest_skip_itself_is_still_a_crash_of_the_subject
 
 def test_law_failures_fit_80_columns_with_one_summary_line_each_and_cuda_laws_left_out(tmp_path):
     selection = ["--pyargs", "properties.conformance.test_laws", "-k", "rmsnorm and fp32"]  # CPU and CUDA tests
-    run = pytest_in(tmp_path, *selection, "--impl", WRONG, "--nanolm-profile", "ci", "-rf", env={"COLUMNS": "80"})
+    # pytest prints a short-summary line whole only in CI (env CI) or under -vv; elsewhere it cuts it to the width
+    env = {"COLUMNS": "80", "CI": "true"}
+    run = pytest_in(tmp_path, *selection, "--impl", WRONG, "--nanolm-profile", "ci", "-rf", env=env)
     assert run.returncode == 1, run.stdout
     failures = run.stdout.split(" FAILURES ")[1].split(" short test summary info ")[0].splitlines()
     assert len([line for line in failures if line.startswith("RMSNorm.")]) >= 5  # several laws fail
