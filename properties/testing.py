@@ -47,8 +47,7 @@ import numpy as np
 import torch
 
 import golden
-import nanolm_core
-from properties.library import context
+from properties.library import baselines, context
 from properties.library.assertions import (
     WIDTH,
     assert_close,
@@ -342,19 +341,6 @@ def assert_swiglu_grads_close(
     )  # fmt: skip
 
 
-def _reference_grads(
-    config: Any, state: dict[str, torch.Tensor], x: torch.Tensor, grad_out: torch.Tensor, dtype: torch.dtype
-) -> dict[str, torch.Tensor]:
-    """∂/∂x and ∂/∂(every parameter) of the reference Block (``nanolm_core``) in ``dtype`` on the CPU, float64."""
-    block = nanolm_core.Block(config).to(dtype)
-    block.load_state_dict({k: v.detach().to("cpu", dtype) for k, v in state.items()}, strict=True)
-    xx = x.detach().to("cpu", dtype).requires_grad_(True)
-    params = dict(block.named_parameters())
-    out = block(xx)
-    grads = torch.autograd.grad(out, [xx, *params.values()], grad_out.detach().to("cpu", dtype))
-    return {k: g.double() for k, g in zip(["x", *params], grads, strict=True)}
-
-
 def assert_block_grads_close(
     grads: Mapping[str, torch.Tensor | None],
     x: torch.Tensor,
@@ -375,13 +361,15 @@ def assert_block_grads_close(
     given = _named(grads, ("x", *state), "assert_block_grads_close")
 
     def judge(key: str, grad: torch.Tensor, dtype: torch.dtype) -> float:
-        exact, ref = reference[torch.float64][key], reference[dtype][key]
+        exact, refs = reference[torch.float64][0][key], [r[key] for r in reference[dtype]]
         rows = x.shape[-2] if key == "x" else x.numel() // x.shape[-1]
-        b = bounds.block_vjp(ref, exact, config, rows, dtype)
+        b = bounds.block_vjp(refs, exact, config, rows, dtype)
         return assert_close(grad, exact, b, what=f"∂/∂{key} over {rows} rows", expected_name="fp64 derivative")
 
     dtype = x.dtype if check_dtype else next(iter(given.values())).dtype
-    reference = {d: _reference_grads(config, state, x, grad_out, d) for d in {torch.float64, dtype}}
+    members = {torch.float64: 1, dtype: len(baselines.MEMBERS)}  # the fp64 derivative; the same-dtype baselines
+    names = list(state)
+    reference = {d: baselines.block_grads(config, state, x, grad_out, d, names, members=n) for d, n in members.items()}
     return _gradients(
         "assert_block_grads_close", "Block", given, {"x": x, **state}, x, judge, msg=msg, check_dtype=check_dtype,
         conventions=conventions, config=f"H={config.n_heads}, G={config.n_kv_heads}",

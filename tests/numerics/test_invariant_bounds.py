@@ -251,7 +251,7 @@ def test_block_vjp_allowance_admits_another_attention_order(dtype: torch.dtype) 
     v = torch.randn(x.shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64).to(dtype)
     exact = _vjp(_pair(cfg, sd, torch.float64), x.double(), v.double())
     ref = _vjp(_pair(cfg, sd, dtype), x, v)
-    b = bounds.block_vjp(ref, exact, cfg, x.shape[1], dtype)
+    b = bounds.block_vjp([ref], exact, cfg, x.shape[1], dtype)
     assert _within(_vjp(_pair(cfg, sd, dtype, torch_ref.Block), x, v), exact, b) <= 1.0
     if dtype != torch.float32:
         return  # in 16-bit dtypes the normwise allowance, 8(D+F+T)·u_t·max|vᵀJ|, exceeds the derivative itself
