@@ -4,6 +4,7 @@ line naming the file, regen never overwrites unless asked, the generator reprodu
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import math
@@ -46,11 +47,20 @@ def test_golden_verify_passes_on_the_packaged_corpus(capsys: pytest.CaptureFixtu
     assert "golden verify: OK" in out and "rmsnorm.json" in out and "mpmath 1.3" in out
 
 
-def _matches_the_engine(case: corpus.Case) -> None:
-    fresh = corpus.recompute(case)
-    assert corpus.compare(case, fresh) <= 2.0**-100
+def _matches_the_engine(case: corpus.Case, rows: np.ndarray | None = None) -> None:
+    """The engine recomputes the case (at ``rows`` of the flattened positions only) and agrees with the store."""
+    if rows is None:
+        fresh, stored = corpus.recompute(case), case.golden
+        assert corpus.compare(case, fresh) <= 2.0**-100
+    else:  # normwise per row: each sum is certified to 2^-100 of itself, and an output that cancels the residual
+        # stream (out = h + ffn, |out| ≪ |h|) inherits |h|/|out| times that; two such values lie ≤ 2·2^-100 apart
+        fresh, stored = corpus.recompute(case, rows=rows), case.golden
+        flat = {k: getattr(stored, k).reshape(-1, stored.shape[-1])[rows] for k in ("hi", "lo")}
+        stored = dataclasses.replace(stored, **flat)
+        apart = np.abs((stored.hi - fresh.hi) + (stored.lo - fresh.lo)).max(axis=-1)
+        assert np.all(apart <= 2.0**-99 * np.abs(fresh.hi).max(axis=-1))
     for f in FORMATS:
-        assert torch.equal(case.golden.rounded(f.dtype), fresh.rounded(f.dtype))
+        assert torch.equal(stored.rounded(f.dtype), fresh.rounded(f.dtype))
 
 
 @pytest.mark.parametrize("case_id", [i for fam in corpus.FAMILIES for i in _ids(fam, _cheap)])
@@ -61,7 +71,14 @@ def test_stored_case_matches_the_engine(case_id: str, stored: dict[str, corpus.C
 @pytest.mark.slow
 @pytest.mark.parametrize("case_id", [i for fam in corpus.FAMILIES for i in _ids(fam, lambda c: not _cheap(c))])
 def test_stored_large_case_matches_the_engine(case_id: str, stored: dict[str, corpus.Case]) -> None:
-    _matches_the_engine(stored[case_id])
+    """A Block at T ≥ 1024 is recomputed at 9 positions of each sequence, the last among them (every key counts
+    at each; the whole T = 4096 case costs the mpmath engine minutes: a time budget, not a check)."""
+    case = stored[case_id]
+    if case.family == "block" and case.shape("x")[1] >= 1024:
+        B, T = case.shape("x")[:2]
+        _matches_the_engine(case, np.unique([b * T + t for b in range(B) for t in (*range(0, T, T // 8), T - 1)]))
+    else:
+        _matches_the_engine(case)
 
 
 def test_the_corpus_covers_the_required_regimes(stored: dict[str, corpus.Case]) -> None:
