@@ -1005,7 +1005,9 @@ def _sum_bound(X: np.ndarray, R: np.ndarray, p: _P) -> tuple[Bound, np.ndarray]:
 
 
 @_shadows
-def add_rmsnorm(x: Any, residual: Any, weight: Any, eps: float, dtype: Any) -> tuple[Bound, Bound]:
+def add_rmsnorm(
+    x: Any, residual: Any, weight: Any, eps: float, dtype: Any, *, drawn: bool = False
+) -> tuple[Bound, Bound]:
     """Bounds for AddRMSNorm (y, h) against golden.add_rmsnorm: h = x + r, y = RMSNorm of the exact sum.
 
     h: one addition, correctly rounded to t (a rounding in c ≥ 2p_t + 2 bits then to t is one rounding): ½ ULP.
@@ -1013,6 +1015,11 @@ def add_rmsnorm(x: Any, residual: Any, weight: Any, eps: float, dtype: Any) -> t
     (unfused), or ĥ = fl_c(x + r), e = u_c·|h| (fused), the larger when the module declares neither — propagated
     through r = (Σĥ²/D + ε)^-½ and ĥ·r·w (first order, both terms). Rows where h overflows t are not judged (an
     unfused norm reads ±inf there).
+
+    ``drawn`` (the law's own random inputs, undeclared): rows of h that pass ``sites.model_rows`` are judged by
+    the probabilistic tier too: the norm's own roundings (``sites.rmsnorm`` at h) and ĥ_i = h_i(1 + δ_i),
+    |δ_i| ≤ max(u_t, u_c) independent, through ∂y_j/∂h_i = r·w_j(δ_ij − h_i h_j r²/D):
+    var y_j += y_j²·u²·(1 − 2a_j + Σ_i a_i²), a_i = r²h_i²/D.
     """
     p = _P(fmt(dtype).dtype)
     X, R, w = _exact(x), _exact(residual), _exact(weight)
@@ -1022,7 +1029,16 @@ def add_rmsnorm(x: Any, residual: Any, weight: Any, eps: float, dtype: Any) -> t
     over = _row_overflow([h, y.v], p, X.shape[:-1]) | sq_over
     ov = over[..., None] & np.ones(X.shape, dtype=bool)
     declared = p.a.norm_input or "either"
-    yb = _finish(y, p, "add_rmsnorm.y", f"{ADD_RMSNORM_FORMULA} [{declared}]", f"D={X.shape[-1]}", overflow=ov)
+    var = None
+    model = drawn and not declared_arithmetic() and sites.model_rows(h, fmt(p.c).smallest_normal, p.uc)
+    if np.any(model):
+        with np.errstate(all="ignore"):
+            yv, own = sites.rmsnorm(h, w, float(eps), p)
+            a = h * h / (np.mean(h * h, axis=-1, keepdims=True) + float(eps)) / h.shape[-1]
+            sum_in = yv * yv * max(p.ut, p.uc) ** 2 * (1 - 2 * a + np.sum(a * a, axis=-1, keepdims=True))
+        var = np.where(model[..., None], own + sum_in, np.inf)
+    text = f"{ADD_RMSNORM_FORMULA} [{declared}]"
+    yb = _finish(y, p, "add_rmsnorm.y", text, f"D={X.shape[-1]}", overflow=ov, var=var)
     return yb, hb
 
 
