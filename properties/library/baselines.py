@@ -22,7 +22,7 @@ import nanolm_core
 from properties.adapters import torch_ref
 from properties.numerics import bounds
 
-__all__ = ["MEMBERS", "block_grads"]
+__all__ = ["MEMBERS", "baseline_dtype", "block_grads"]
 
 MEMBERS: tuple[tuple[type, int], ...] = (*((nanolm_core.Block, k) for k in range(4)), (torch_ref.Block, 0))
 _AXES: dict[str, tuple[str | None, ...]] = {
@@ -62,6 +62,13 @@ def _back(g: torch.Tensor, axes: Sequence[str | None], maps: Mapping[str, np.nda
     return out
 
 
+def baseline_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype the baselines of a law run in ``dtype`` compute in: ``dtype``, or the declared compute dtype
+    (``bounds.compute_dtype``, in the law's declared context) where that is narrower (HF reads fp64 as fp32)."""
+    narrow = bounds.compute_dtype(dtype)
+    return narrow if torch.finfo(narrow).eps > torch.finfo(dtype).eps else dtype
+
+
 def block_grads(
     config: nanolm_core.ModelConfig,
     params: Mapping[str, torch.Tensor],
@@ -72,10 +79,7 @@ def block_grads(
     members: int = len(MEMBERS),
 ) -> list[dict[str, np.ndarray]]:
     """Per member of ``MEMBERS[:members]``, {"x": vᵀ∂out/∂x, name: vᵀ∂out/∂name …} of that Block (on the CPU, as
-    float64 arrays), computed in ``dtype`` — or in a declared compute dtype where that is narrower (HF reads fp64
-    as fp32)."""
-    narrow = bounds.compute_dtype(dtype)
-    dtype = narrow if torch.finfo(narrow).eps > torch.finfo(dtype).eps else dtype
+    float64 arrays), computed in ``dtype`` (a law passes :func:`baseline_dtype`)."""
     rows = (None,) * (x.dim() - 1) + ("D",)
     out = []
     for cls, k in MEMBERS[:members]:

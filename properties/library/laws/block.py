@@ -102,7 +102,7 @@ def block_jacobian_is_identity_plus_branch(impl: Implementation, dtype: DType, d
     v = S.cotangent(tuple(c.x.shape), dtype, 1)
     got = as_f64(_vjp(build_block(impl, c.config, c.params, dtype, device), c.x.to(device), v.to(device)))
     exact = as_f64(_vjp(_reference(c.config, c.params, torch.float64), c.x.double(), v.double()))
-    refs = [g["x"] for g in baselines.block_grads(c.config, c.params, c.x, v, dtype)]
+    refs = [g["x"] for g in baselines.block_grads(c.config, c.params, c.x, v, baselines.baseline_dtype(dtype))]
     b = bounds.block_vjp(refs, exact, c.config, c.x.shape[1], dtype)
     assert_close(got, exact, b, what="vᵀ∂out/∂x", expected_name="fp64 derivative")
 
@@ -321,7 +321,7 @@ def block_parameter_gradients_match_fp64(impl: Implementation, dtype: DType, dev
     v = S.cotangent(tuple(c.x.shape), dtype, 4)
     got = _param_grads(build_block(impl, c.config, c.params, dtype, device), c.x.to(device), v.to(device), names)
     exact = _param_grads(_reference(c.config, c.params, torch.float64), c.x.double(), v.double(), names)
-    refs = baselines.block_grads(c.config, c.params, c.x, v, dtype, names)
+    refs = baselines.block_grads(c.config, c.params, c.x, v, baselines.baseline_dtype(dtype), names)
     for name, g, e in zip(["x", *names], got, exact, strict=True):
         b = bounds.block_vjp([r[name] for r in refs], e, c.config, rows, dtype)
         assert_close(g, e, b, what=f"∂/∂{name} over {rows} rows", expected_name="fp64 derivative")
