@@ -94,8 +94,8 @@ def rmsnorm_matches_golden_at_code_path_sizes(impl: Implementation, dtype: DType
         w, g = c.params["weight"], S.cotangent(tuple(c.x.shape), dtype, c.x.shape[0])
         y, dx = _forward_and_dx(build_rmsnorm(impl, w, c.eps, dtype, device), c.x, g, "RMSNorm", device)
         idx, (xs, gs), what = _sample(c, c.x, g)
-        gdx, bdx = golden.rmsnorm_vjp(xs, w, c.eps, gs)[0], bounds.rmsnorm_vjp(xs, w, c.eps, gs, dtype)[0]
-        y_check = ("y", y, golden.rmsnorm(xs, w, c.eps), bounds.rmsnorm(xs, w, c.eps, dtype))
+        gdx, bdx = golden.rmsnorm_vjp(xs, w, c.eps, gs)[0], bounds.rmsnorm_vjp(xs, w, c.eps, gs, dtype, drawn=True)[0]
+        y_check = ("y", y, golden.rmsnorm(xs, w, c.eps), bounds.rmsnorm(xs, w, c.eps, dtype, drawn=True))
         _judge(idx, what, y_check, ("dx", dx, gdx, bdx))
 
 
@@ -122,7 +122,7 @@ def block_matches_golden_at_code_path_sizes(impl: Implementation, dtype: DType, 
         y = block_forward(impl, c.x, c.config, c.params, dtype, device)
         idx = torch.from_numpy(S.sampled_rows(c.x.shape[0], c.x.shape[1]))
         xs = c.x[idx]
-        b = bounds.block(xs, c.params, c.config, dtype, random_weights=True)
+        b = bounds.block(xs, c.params, c.config, dtype, random_weights=True, drawn=True)
         what = f"out [{c.name}] sequences {idx.tolist()}"
         assert_matches_golden(y[idx.to(y.device)], golden.block(xs, c.params, c.config), b, what=what)
 
@@ -138,7 +138,12 @@ def add_rmsnorm_matches_golden_at_code_path_sizes(impl: Implementation, dtype: D
         (y, h), (dx, dr), (gy, gh) = _add_rmsnorm_run(impl, c, dtype, device)
         idx, (xs, rs, gys, ghs), what = _sample(c, c.x, r, gy, gh)
         assert_bitwise_equal(_rows(h, idx), rounded_once(xs, rs), what=f"h {what}", why="x + r rounded once")
-        y_check = ("y", y, golden.add_rmsnorm(xs, rs, w, c.eps)[0], bounds.add_rmsnorm(xs, rs, w, c.eps, dtype)[0])
+        y_check = (
+            "y",
+            y,
+            golden.add_rmsnorm(xs, rs, w, c.eps)[0],
+            bounds.add_rmsnorm(xs, rs, w, c.eps, dtype, drawn=True)[0],
+        )
         gd = golden.add_rmsnorm_vjp(xs, rs, w, c.eps, gys, ghs)[0]
         bd = bounds.add_rmsnorm_vjp(xs, rs, w, c.eps, gys, ghs, dtype)[0]
         _judge(idx, what, y_check, ("dx", dx, gd, bd), ("d(residual)", dr, gd, bd))
