@@ -32,7 +32,7 @@ Options, as ``torch.testing.assert_close`` has them:
 Gradients: ``assert_rmsnorm_grads_close``, ``assert_swiglu_grads_close`` (golden vector–Jacobian products and their
 derived bounds, as the gradient laws) and ``assert_block_grads_close`` (the Block's laws' oracle: the fp64
 derivative of the reference, within twice the largest error of the reference computed in the same dtype in
-several ways (``properties.library.baselines``) plus an accumulation term: ``bounds.block_vjp``). ``grads`` is
+several ways (``properties.library.baselines``) plus 8 roundings at its scale: ``bounds.block_vjp``). ``grads`` is
 a tuple in the order of the inputs or a mapping by name; a gradient given as None is not checked.
 """
 
@@ -354,8 +354,8 @@ def assert_block_grads_close(
 ) -> float:
     """``grads`` = {"x": ∂/∂x, "<state-dict name>": ∂/∂weight …} of the contract's Block for the cotangent
     ``grad_out``, each within ``bounds.block_vjp`` of the fp64 derivative of the reference: twice the largest error
-    of the same-dtype baselines (``properties.library.baselines``) + 8(D+F+n)·u·max|∂|, n the rows the gradient
-    sums over (T for ∂/∂x, B·T for a weight) — the oracle of the Block's gradient laws."""
+    of the same-dtype baselines (``properties.library.baselines``) + 8·u·max|∂| — the oracle of the Block's
+    gradient laws."""
     __tracebackhide__ = True
     state = _state(params)
     given = _named(grads, ("x", *state), "assert_block_grads_close")
