@@ -1,7 +1,8 @@
 """No false alarms: correct implementations that compute differently pass every law, under many seeds.
 
 By default each runs under one seed (the reference and the F.rms_norm one under two); ``-m slow`` runs the
-reference and the F.rms_norm-based implementation under 20 seeds each (the acceptance bar for a new law). A law that
+reference and the F.rms_norm-based implementation under 10 seeds each (CI's regression guard; the acceptance bar
+for a new law is ``bench/seed_sweep.py``'s 20 seeds of the dev profile, a measurement, not a test). A law that
 draws nothing (stored cases, exhaustive or enumerated checks) gives the same verdict under every seed: it runs under
 an implementation's first seed only, and every later seed runs the laws that draw.
 """
@@ -19,10 +20,11 @@ FAST = [
     for spec in CORRECT
     for seed in ((101, 202) if spec in CORRECT[:2] else (303,))
 ]
+SLOW_SEEDS = 10  # each of the two: 20 check runs, ~5 min of CI's 2 cores
 SLOW = [
     pytest.param(spec, seed, id=f"{spec.rsplit('.', 1)[-1]}-seed{seed}", marks=pytest.mark.slow)
     for spec in CORRECT[:2]
-    for seed in range(20)
+    for seed in range(SLOW_SEEDS)
 ]
 FIRST_SEEDS = {101, 303, 0}  # an implementation's first seed in FAST, in SLOW: every law; later seeds: DRAWING
 
@@ -41,5 +43,5 @@ def test_correct_implementation_passes_every_law(spec, seed):
 
 
 @pytest.mark.parametrize(("spec", "seed"), SLOW)
-def test_correct_implementation_passes_every_law_under_20_seeds(spec, seed):
+def test_correct_implementation_passes_every_law_under_many_seeds(spec, seed):
     _assert_all_pass(spec, seed)
