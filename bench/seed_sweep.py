@@ -4,6 +4,7 @@ implementation (issue 10: 20 seeds of the dev profile on the reference and ``tor
     python bench/seed_sweep.py                                   # reference, dev profile, seeds 1…20
     python bench/seed_sweep.py torch --seeds 20 --only Block     # one component
     python bench/seed_sweep.py reference torch --only RMSNorm.rmsnorm_follows_its_module_lifecycle,Block
+    python bench/seed_sweep.py hf-llama --first 6 --seeds 20     # resume a sweep at seed 6
 
 One line per (implementation, seed): results, failures, wall time; then every failure's first line and its
 counterexample file (kept under ``--keep DIR`` when given, else in a temporary directory that is removed).
@@ -38,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("impls", nargs="*", default=["reference"], metavar="IMPL")
     parser.add_argument("--profile", default="dev")
-    parser.add_argument("--seeds", type=int, default=20, help="seeds 1…N")
+    parser.add_argument("--seeds", type=int, default=20, help="seeds FIRST…N")
+    parser.add_argument("--first", type=int, default=1, help="the first seed (default 1: a sweep resumed later)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--only", action="append", default=[], metavar="SEL", help="as check --only")
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR", help="keep reports and counterexamples")
@@ -50,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         out = args.keep.resolve() if args.keep else Path(tmp)
         for impl in args.impls:
             total, bad_runs, seconds = 0, 0, 0.0
-            for seed in range(1, args.seeds + 1):
+            for seed in range(args.first, args.seeds + 1):
                 results, elapsed, why = sweep(impl, seed, args, out)
                 bad = [r for r in results if r["status"] not in ("passed", "skipped", "xfailed")]
                 total, seconds = total + len(results), seconds + elapsed
@@ -64,8 +66,8 @@ def main(argv: list[str] | None = None) -> int:
                     failures.append(f"{impl} seed {seed}: {r['law_id']} [{r['dtype']}] {r['cause']}: {first}")
                     if r.get("counterexample"):
                         failures.append(f"    {r['counterexample']}")
-            print(f"{impl}: {args.seeds} seeds of {args.profile}, {total} results, {bad_runs} runs with a failure, "
-                  f"{seconds:.0f} s", flush=True)  # fmt: skip
+            print(f"{impl}: seeds {args.first}…{args.seeds} of {args.profile}, {total} results, "
+                  f"{bad_runs} runs with a failure, {seconds:.0f} s", flush=True)  # fmt: skip
     for line in failures:
         print(line)
     return 1 if failures else 0
