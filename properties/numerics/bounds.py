@@ -1372,8 +1372,8 @@ def block_vjp(refs: Sequence[Any], exact: Any, config: Any, T: int, dtype: Any) 
     reductions, SDPA's flash-attention backward, the conventions that round the most to t), since one way's
     error is one draw of a correct implementation's; the second, a rounding of each of ≤ 8 sub-layers' results
     at the derivative's scale that no baseline makes (flash-attention's atol). An empirical oracle, measured,
-    not a derivation (docs/laws.md: correct implementations need ≤ 1.6·u·max|exact| beyond the first term).
-    ``config`` and ``T`` are the case's (reported by the failure's formula)."""
+    not a derivation (docs/laws.md: what correct implementations need beyond the first term). ``config`` and
+    ``T`` are the case's (reported by the failure's formula)."""
     E = _exact(exact)
     spread = max(np.abs(_exact(r) - E).max() for r in refs)
     allowed = 2 * spread + SUBLAYERS * _oracle_u(dtype) * np.abs(E).max()

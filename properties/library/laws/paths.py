@@ -7,9 +7,10 @@ The drawn cases never reach these sizes: a few rows, D ≤ 769. Each law enumera
 ``strategies.PATHS`` for its component, runs the implementation on every row — forward, and the backward for a
 random cotangent where the input gradient is per row — and judges a sample of the rows (``strategies.
 sampled_rows``: the first and the last, both sides of every power-of-two boundary, random ones) against golden
-within the component's derived bound. The oracle is per row: golden and the bound are evaluated on the sampled
-rows only, so 131,075 rows cost what a drawn case costs. (A weight gradient sums over every row: its row blocks
-are judged by the gradient laws' pinned many-row cases.)
+within the component's derived bound (with its probabilistic tier: the rows and weights are the verifier's seeded
+random draws). The oracle is per row: golden and the bound are evaluated on the sampled rows only, so 131,075
+rows cost what a drawn case costs. (A weight gradient sums over every row: its row blocks are judged by the
+gradient laws' pinned many-row cases.)
 """
 
 from __future__ import annotations
