@@ -681,10 +681,12 @@ def _finish(
     overflow: np.ndarray | None = None,
     var: np.ndarray | None = None,
     fixed: np.ndarray | float = 0.0,
+    final: sites.Final | None = None,
 ) -> Bound:
     """δ scaled for second-order terms; abs = δ + ½·ulp_t(|y| + δ); ulps at y (the golden value to first order).
     ``var``: the probabilistic tier's variance proxy per element (+inf where it does not apply) and ``fixed`` its
-    deterministic part: prob = (λ·√var + fixed)·(second-order factor) + ½·ulp_t (:func:`probabilistic`)."""
+    deterministic part: prob = (λ·√var + fixed)·(second-order factor) + ½·ulp_t (:func:`probabilistic`);
+    ``final``: the partial sums of the last dot product, apart from ``var`` (:func:`_tier_spread`)."""
     second = 1.0 / (1.0 - roundings_t * p.ut - 64 * p.uc)
 
     def total(e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -714,12 +716,32 @@ def _finish(
         if ov is not None:
             applies = applies & ~ov
         if applies.any():
-            lam = tier_lambda(int(applies.sum()))
             with np.errstate(all="ignore"):
-                delta = (lam * np.sqrt(np.where(applies, var, 0.0)) + fixed) * second
+                spread, note = _tier_spread(np.where(applies, var, 0.0), final, applies)
+                delta = (spread + fixed) * second
                 prob = np.where(applies, delta + 0.5 * _ulp.ulp(np.abs(y.v) + delta, p.t), np.inf)
-            note = probabilistic(lam, int(applies.sum()))
     return Bound(ab, ulps, formula, component, p.t, ov, pw, prob=prob, prob_note=note)
+
+
+def _tier_spread(var: np.ndarray, final: sites.Final | None, applies: np.ndarray) -> tuple[np.ndarray, str]:
+    """(λ·√var, its note) — with the last dot product's partial sums (``final``), the smaller of two judges that
+    share the comparison's probability (either may be the one that fails): (A) λ_A·√(var + final.var()), those
+    partial sums through the union bound over the signs (``sites.SIGN_FACTOR``), with 1 − 2·JOINT_SHARE of it;
+    (B) λ_B·√var + c·√final.t, the rest by Azuma and the partial sums jointly with the signs of the row that forms
+    them (:func:`chaos_factor`: a sub-exponential tail, where (A) multiplies two tails), JOINT_SHARE each. (B)'s
+    small share costs it ~10 % of c; (A) stays within 0.1 % of λ alone."""
+    m = int(applies.sum())
+    if final is None:
+        lam = tier_lambda(m)
+        return lam * np.sqrt(var), probabilistic(lam, m)
+    lam, lam_b = tier_lambda(m / (1 - 2 * JOINT_SHARE)), tier_lambda(m / JOINT_SHARE)
+    t = np.where(applies, final.t, 0.0)
+    a = lam * np.sqrt(var + np.where(applies, final.var(), 0.0))
+    b = lam_b * np.sqrt(var) + chaos_factor(lam_b) * np.sqrt(t)
+    note = probabilistic(lam, m / (1 - 2 * JOINT_SHARE)) + (
+        f"; the last dot product's partial sums also jointly with its weights' signs, c = {chaos_factor(lam_b):.3g}"
+    )
+    return np.minimum(a, b), note
 
 
 # ------------------------------------------------------------------------------------ the probabilistic tier
@@ -727,14 +749,33 @@ TIER_RUN_PROBABILITY = 1e-9  # a correct implementation fails one law run throug
 TIER_COMPARISONS = 10**5  # the comparisons one law run makes at most (thorough: 1000 examples × ≤ 100 comparisons)
 
 
-def tier_lambda(m: int) -> float:
+def tier_lambda(m: float) -> float:
     """λ with 2m·exp(−λ²/2) = ½·10⁻⁹/10⁵: the m elements of one comparison all stay within λσ but with probability
     ≤ 5·10⁻¹⁵ (and the random signs of the weights' dot products hold their partial sums but with 5·10⁻¹⁵:
     ``sites.SIGN_TAIL``), so a law run of ≤ 10⁵ comparisons fails through the tier with probability ≤ 10⁻⁹."""
-    return math.sqrt(2 * math.log(4 * max(int(m), 1) * TIER_COMPARISONS / TIER_RUN_PROBABILITY))
+    return math.sqrt(2 * math.log(4 * max(float(m), 1.0) * TIER_COMPARISONS / TIER_RUN_PROBABILITY))
 
 
-def probabilistic(lam: float, m: int) -> str:
+JOINT_SHARE = 2.0**-7  # of a comparison's probability, for each of the two parts of the joint judge (_tier_spread)
+
+
+@functools.lru_cache(maxsize=256)
+def chaos_factor(lam: float) -> float:
+    """c with P(|Σ_ν δ_ν| > c·√t) ≤ 2·exp(−λ²/2) for the rounding errors δ_ν of the partial sums S_ν of one dot
+    product Σ_k W_k·a_k whose weights' signs ε are independent fair coins given |W| and a (``sites.Final``:
+    t = u²·(n − 1)·Σp²), in any value-independent order.
+
+    Given ε, Azuma gives E[exp(θ·Σδ)] ≤ exp(θ²u²·X/2), X = Σ_ν S_ν² = ‖Bε‖², Σ = BᵀB with tr Σ = u⁻²·(the trace)
+    ≤ t/u². Over ε (Hsu, Kakade & Zhang 2012, the proof of Thm 1: a Rademacher vector is 1-sub-Gaussian, compared
+    with a Gaussian one) E[exp(ηX)] ≤ Π_i (1 − 2η·μ_i)^(−½), μ_i the eigenvalues of Σ — convex in μ, so at most
+    (1 − 2η·tr Σ)^(−½) on {μ ≥ 0, Σμ ≤ tr Σ}. With y = θ²·t < 1 Chernoff gives
+    P(Σδ > c√t) ≤ exp(−c·√y)·(1 − y)^(−½): c = min_y (λ²/2 − ½·ln(1 − y))/√y (a grid of y: any y is valid).
+    About λ²/2 (≈ 50 at λ = 10), where the union of a λ-tail and a SIGN_TAIL-tail gives λ·√SIGN_FACTOR (≈ 110)."""
+    y = np.linspace(0.01, 0.9999, 10_000)
+    return float(np.min((lam * lam / 2 - 0.5 * np.log1p(-y)) / np.sqrt(y)))
+
+
+def probabilistic(lam: float, m: float) -> str:
     """The probabilistic tier, in words: its formula, λ, and the probability that a correct implementation
     exceeds it (``sites`` module docstring: the model and the derivation)."""
     p = min(1.0, 4 * m * math.exp(-lam * lam / 2))
@@ -1099,10 +1140,11 @@ def swiglu(x: Any, w_gate: Any, w_up: Any, w_down: Any, dtype: Any, *, random_we
         f"0.5 + δ; γ_D, γ_F any order (pairwise reference ⌈log2⌉), silu 4u_c, roundings of g,u,silu,h to t "
         f"(u_t={p.ut:.3g}, u_c={p.uc:.3g}), {mix}"
     )
-    var = (
-        sites.swiglu(X2, Wg, Wu, Wd, p)[1].reshape(y.v.shape) if random_weights and not declared_arithmetic() else None
-    )
-    return _finish(y, p, "swiglu", core, f"D={D}, F={F}", roundings_t=6, overflow=ov, var=var)
+    var = final = None
+    if random_weights and not declared_arithmetic():
+        _, var, fin = sites.swiglu(X2, Wg, Wu, Wd, p)
+        var, final = var.reshape(y.v.shape), sites.Final(*(a.reshape(y.v.shape) for a in fin))
+    return _finish(y, p, "swiglu", core, f"D={D}, F={F}", roundings_t=6, overflow=ov, var=var, final=final)
 
 
 @_shadows
@@ -1336,15 +1378,15 @@ def block(
     )
     judged = "" if nJ == T else f" ({nJ} positions judged)"
     note = f"D={D}, T={T}{judged}, H={config.n_heads}, G={config.n_kv_heads}, F={Wf[0].shape[0]}"
-    var, fixed = None, 0.0
+    var, fixed, final = None, 0.0, None
     if (
         random_weights
         and drawn
         and not declared_arithmetic()
         and sites.model_rows(X, fmt(p.c).smallest_normal, p.uc).all()
     ):
-        var, fixed = sites.block(X, P, config, p, J)
-    return _finish(out, p, "block", core, note, roundings_t=24, overflow=ov, var=var, fixed=fixed)
+        var, fixed, final = sites.block(X, P, config, p, J)
+    return _finish(out, p, "block", core, note, roundings_t=24, overflow=ov, var=var, fixed=fixed, final=final)
 
 
 # A backward pass through a block crosses ≤ 8 sequential sub-layers (norm, q/k/v, RoPE, scores, softmax, p·v,

@@ -32,7 +32,7 @@ magnitudes (:func:`model_rows`); every other input keeps the deterministic bound
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import torch
@@ -107,6 +107,21 @@ def _reduction_var(total: np.ndarray, largest: np.ndarray, squares: np.ndarray, 
     return u * u * (partial + per_term * squares) + 2 * np.asarray(n) * tiny * tiny
 
 
+class Final(NamedTuple):
+    """The partial sums of each output element's *last* reduction, a dot product with a weight row the verifier drew
+    (W_down's, whose result reaches the output with coefficient 1), kept apart from the other sites so that
+    the tier can judge them jointly with the random signs of that row (``bounds.chaos_factor``) instead of through
+    the union bound of SIGN_FACTOR: ``q`` = u²·Q (every tree, deterministic), ``t`` = u²·(n − 1)·Σp² (≥ the trace
+    of their covariance over the signs, for every tree)."""
+
+    q: np.ndarray
+    t: np.ndarray
+
+    def var(self) -> np.ndarray:
+        """Their share of the variance proxy through the union bound: u²·min(Q, SIGN_FACTOR·(n − 1)·Σp²)."""
+        return np.minimum(self.q, SIGN_FACTOR * self.t)
+
+
 EXACT_LARGEST = 128  # dot products longer than this bound their largest term by max|W_j·|·max|a| (cheap; Q ≥ the
 # sign-aware bound there anyway)
 
@@ -129,8 +144,18 @@ def _linear_terms(a: np.ndarray, W: np.ndarray, W2: np.ndarray | None = None) ->
 def _linear_var(a: np.ndarray, W: np.ndarray, p: Precisions, W2: np.ndarray | None = None) -> np.ndarray:
     """The own rounding errors of y = a Wᵀ in c (one product rounding per term, any order), per output element; W
     drawn by the verifier (random signs: see SIGN_TAIL)."""
+    rest, final = _linear_final(a, W, p, W2)
+    return rest + final.var()
+
+
+def _linear_final(
+    a: np.ndarray, W: np.ndarray, p: Precisions, W2: np.ndarray | None = None
+) -> tuple[np.ndarray, Final]:
+    """(the own roundings of y = a Wᵀ in c but its partial sums, its partial sums): :func:`_linear_var` split."""
     total, largest, squares = _linear_terms(a, W, W2)
-    return _reduction_var(total, largest, squares, W.shape[1], p.uc, p.tiny_c, signs=True)
+    n, uc2 = W.shape[1], p.uc * p.uc
+    rest = uc2 * squares + 2 * n * p.tiny_c**2  # the products' roundings, underflow (as _reduction_var)
+    return rest, Final(uc2 * tree_squares(total, largest, n), uc2 * (n - 1) * squares)
 
 
 def _to_t(value: np.ndarray, p: Precisions) -> np.ndarray:
@@ -264,15 +289,16 @@ def _swiglu_hidden(b: np.ndarray, Wg: np.ndarray, Wu: np.ndarray, p: Precisions)
     return {"g": g, "u": u, "s": s, "h": h, "c_g": c_g, "c_u": c_u, "own": own}
 
 
-def swiglu(x: np.ndarray, Wg: np.ndarray, Wu: np.ndarray, Wd: np.ndarray, p: Precisions) -> tuple[np.ndarray, ...]:
-    """(y, var) for y = W_d (silu(W_g x) ⊙ W_u x) on exact rows x (before the final rounding to t): every site of
-    the hidden units (:func:`_swiglu_hidden`) through W_d (coefficient W_d,jf·∂h_f/∂site: the sites of distinct
-    units are distinct roundings), and W_d's own F-term dot product."""
+def swiglu(x: np.ndarray, Wg: np.ndarray, Wu: np.ndarray, Wd: np.ndarray, p: Precisions) -> tuple[Any, ...]:
+    """(y, var, final) for y = W_d (silu(W_g x) ⊙ W_u x) on exact rows x (before the final rounding to t): every
+    site of the hidden units (:func:`_swiglu_hidden`) through W_d (coefficient W_d,jf·∂h_f/∂site: the sites of
+    distinct units are distinct roundings) and W_d's products in ``var``, W_d's partial sums in ``final``."""
     hid = _swiglu_hidden(x, Wg, Wu, p)
     Wd2 = Wd * Wd
     y = matmul(hid["h"], Wd.T)
-    var = matmul(hid["own"], Wd2.T) + _linear_var(hid["h"], Wd, p, Wd2)
-    return y, np.where(_squares_underflow(hid["s"], hid["h"], y)[:, None], np.inf, var)
+    own, final = _linear_final(hid["h"], Wd, p, Wd2)
+    var = matmul(hid["own"], Wd2.T) + own
+    return y, np.where(_squares_underflow(hid["s"], hid["h"], y)[:, None], np.inf, var), final
 
 
 TINY = 2.0**-480  # a value whose square times a rounding unit's square would underflow float64 (fp64 data)
@@ -333,10 +359,10 @@ QUERIES = 32  # query tokens analysed at once (the temporaries grow as QUERIES·
 
 def block(
     x: np.ndarray, P: dict[str, np.ndarray], cfg: Any, p: Precisions, tokens: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """(var, fixed), each (B, len(tokens), D), of the pre-norm Block's output at the query tokens ``tokens``
+) -> tuple[np.ndarray, np.ndarray, Final]:
+    """(var, fixed, final), each (B, len(tokens), D), of the pre-norm Block's output at the query tokens ``tokens``
     (default all): ``var`` the variance proxy of the model, ``fixed`` the deterministic part (each RoPE frequency's
-    own error, shared by every position, with its exact coefficient).
+    own error, shared by every position, with its exact coefficient), ``final`` W_d's partial sums (:class:`Final`).
 
     Sites, each with its exact coefficient onto out_t = h_t + f_t (first order; G_t = ∂out_t/∂h_t = I + ∂f/∂b·∂b/∂h
     and M_t = G_t·W_o, D×D and D×HK per query token):
@@ -354,7 +380,8 @@ def block(
     (a + b)² ≤ 2a² + 2b²."""
     tokens = np.arange(x.shape[1]) if tokens is None else np.asarray(tokens)
     out = [_block_one(x[b], P, cfg, p, tokens) for b in range(x.shape[0])]
-    return np.stack([o[0] for o in out]), np.stack([o[1] for o in out])
+    var, fixed, q, t = (np.stack([o[i] for o in out]) for i in range(4))
+    return var, fixed, Final(q, t)
 
 
 def _block_one(x: np.ndarray, P: dict[str, np.ndarray], cfg: Any, p: Precisions, J: np.ndarray):
@@ -393,14 +420,16 @@ def _block_one(x: np.ndarray, P: dict[str, np.ndarray], cfg: Any, p: Precisions,
     f["rope_q"] = rnd * ((q3 * c3) ** 2 + (_rot(q3) * s3) ** 2 + qp * qp)
     f["bcos"], f["bsin"] = rnd * cos * cos, rnd * sin * sin  # cos, sin evaluated in c, HF: rounded to t
     f["bang"] = (p.uc * ang) ** 2  # (T, K/2): the angle t·ω_i rounded in c
-    var, fixed = np.zeros((len(J), D)), np.zeros((len(J), D))
+    out = [np.zeros((len(J), D)) for _ in range(4)]  # var, fixed, final.q, final.t
     for i in range(0, len(J), QUERIES):
-        var[i : i + QUERIES], fixed[i : i + QUERIES] = _queries(f, np.asarray(J[i : i + QUERIES]), p)
-    return var, fixed
+        var, fixed, final = _queries(f, np.asarray(J[i : i + QUERIES]), p)
+        for whole, part in zip(out, (var, fixed, *final), strict=True):
+            whole[i : i + QUERIES] = part
+    return out
 
 
-def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarray, np.ndarray]:
-    """(var, fixed) of out_t for the query tokens J (see :func:`block`)."""
+def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarray, np.ndarray, Final]:
+    """(var, fixed, final) of out_t for the query tokens J (see :func:`block`)."""
     T, D, H, G, K, rep, sq = (f[n] for n in ("T", "D", "H", "G", "K", "rep", "sq"))
     _, _, _, Wo, Wg, Wu, Wd = f["W"]
     uc2, ut2 = f["uc2"], f["ut2"]
@@ -431,7 +460,9 @@ def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarra
     G2 = Gt * Gt
 
     # FFN and the residual (row-wise)
-    var = _traced("ffn.down", _linear_var(hid["h"], Wd, p) + _stored(matmul(hid["h"], Wd.T), p))
+    own, final = _linear_final(hid["h"], Wd, p)
+    var = own + _stored(matmul(hid["h"], Wd.T), p)
+    _traced("ffn.down", var + final.var())
     var += _traced("ffn.hidden", matmul(hid["own"], (Wd * Wd).T))
     var += _traced(
         "ffn.norm", _es("tim,tm->ti", Ffn * Ffn, n2["elem"]) + _es("tim,tm->ti", Ffn, n2["y"]) ** 2 * n2["var_r"]
@@ -525,4 +556,4 @@ def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarra
         freq_coef = freq_coef + matmul(U.swapaxes(-1, -2), angk.swapaxes(0, 1) * ang).sum(axis=0) * sq  # via keys
     var += _traced("attn.norm", _es("tsi,s->ti", coef_r * coef_r, f["var_r1"]))
     fixed = _es("tij,j->ti", np.abs(freq_coef), f["b_freq"])
-    return var, fixed
+    return var, fixed, final
