@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 _CHUNK = 1 << 22  # elements of a temporary (terms of many reductions at once) computed in one piece
+_CACHED = 1 << 16  # elements of a temporary that a loop of elementwise products keeps in cache
 
 
 class Precisions(Protocol):
@@ -407,14 +408,10 @@ def _block_one(x: np.ndarray, P: dict[str, np.ndarray], cfg: Any, p: Precisions,
         W=(Wq, Wk, Wv, Wo, Wg, Wu, Wd), w2=P["ffn_norm.weight"], eps=eps, x=x, a=a, q3=q3, k3=k3, qp=qp, kx=kx,
         vx=vx, cos=cos, sin=sin, ang=ang, b_freq=b_freq, uc2=uc2, ut2=ut2, var_r1=n1["var_r"][:, 0],
     )  # fmt: skip
-    # roundings of a reach q_s, k_s, v_s together: Σ_m (γ·W[:, m])²·B_m² ≤ λ_max(diag(B)WᵀW diag(B))·‖γ‖²
-    Wqkv = np.concatenate([Wq, Wk, Wv])
-    Ba = np.sqrt(n1["elem"])  # (T, D)
-    gram = Ba[:, :, None] * matmul(Wqkv.T, Wqkv)[None] * Ba[:, None, :]
-    lam_a = torch.linalg.eigvalsh(torch.from_numpy(gram)).numpy()[:, -1]  # (T,) (torch: the run's threads)
-    f["var_v"] = (_linear_var(a, Wv, p) + _to_t(v, p)).reshape(T, G, K) + lam_a[:, None, None]
-    f["var_k"] = (_linear_var(a, Wk, p) + _to_t(k, p)).reshape(T, G, K) + lam_a[:, None, None]
-    f["var_q"] = (_linear_var(a, Wq, p) + _to_t(q, p)).reshape(T, H, K) + lam_a[:, None, None]
+    f["elem_a"] = n1["elem"]  # (T, D): the roundings of a, which reach q_s, k_s, v_s together (_attention_input)
+    f["var_v"] = (_linear_var(a, Wv, p) + _to_t(v, p)).reshape(T, G, K)
+    f["var_k"] = (_linear_var(a, Wk, p) + _to_t(k, p)).reshape(T, G, K)
+    f["var_q"] = (_linear_var(a, Wq, p) + _to_t(q, p)).reshape(T, H, K)
     rnd = uc2 + ut2  # a product or sum of RoPE in c, possibly rounded to t (HF)
     f["rope_k"] = rnd * ((k3 * c3) ** 2 + (_rot(k3) * s3) ** 2 + kp * kp)
     f["rope_q"] = rnd * ((q3 * c3) ** 2 + (_rot(q3) * s3) ** 2 + qp * qp)
@@ -426,6 +423,59 @@ def _block_one(x: np.ndarray, P: dict[str, np.ndarray], cfg: Any, p: Precisions,
         for whole, part in zip(out, (var, fixed, *final), strict=True):
             whole[i : i + QUERIES] = part
     return out
+
+
+def _attention_input(
+    f: dict[str, Any], J: np.ndarray, M: np.ndarray, MAR: np.ndarray, w: np.ndarray, Pj: np.ndarray
+) -> np.ndarray:
+    """Σ_s Σ_m B_sm²·c_tism² for the roundings of the attn-norm's output a_s (B² = ``elem_a``): one site each, whose
+    exact coefficient sums its paths through k_s and v_s, c = Σ_h (U_hts,i·Y_hts,m + P_hts·N_t,ihm) — U = ∂out_t,i
+    /∂score_hts, Y = (R_sᵀq'_t,h/√K)·W_k,g(h) (the score's derivative in a_s through k_s), N = M_t[i, h, :]·W_v,g(h) —
+    and, at s = t, through q_t (MAR_t·W_q). The paths of one rounding add before they are squared: charging each
+    projection apart would miss their correlation. The square is expanded over head pairs (h, g), so no
+    (t, i, s, m) array is formed; the keys s go in blocks."""
+    T, D, H, K, rep, sq = (f[n] for n in ("T", "D", "H", "K", "rep", "sq"))
+    Wq, Wk, Wv = (torch.from_numpy(W) for W in f["W"][:3])
+    heads = torch.from_numpy(np.arange(H) // rep)
+    Wk3, Wv3 = (W.reshape(-1, K, D)[heads] for W in (Wk, Wv))  # (H, K, D): the kv head of head h
+    nJ = len(J)
+    Mt, wt, Pt = (torch.from_numpy(a) for a in (M, w, Pj))
+    N = torch.einsum("tihk,hkm->htim", Mt, Wv3)  # (H, nJ, D, D)
+    Ncat = N.permute(1, 3, 0, 2).reshape(nJ, D, H * D)  # (nJ, m, (g, i))
+    qJ = torch.from_numpy(np.ascontiguousarray(f["qp"][J].transpose(1, 0, 2)))  # (H, nJ, K): q'_t
+    cos_all, sin_all, elem = (torch.from_numpy(f[n]) for n in ("cos", "sin", "elem_a"))
+
+    def derivatives(sl: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """(U, Y), each (H, nJ, b, D), for the keys sl."""
+        cos, sin = cos_all[sl], sin_all[sl]
+        qt = qJ[:, :, None, :] * cos[None, None] - torch.from_numpy(_rot(qJ.numpy()))[:, :, None, :] * sin[None, None]
+        Y = torch.einsum("htsk,hkm->htsm", qt, Wk3) * sq
+        return torch.einsum("htsk,tihk->htsi", wt[:, :, sl], Mt), Y
+
+    # v–v: Σ_{h,g,m} N_h·N_g·Σ_s P_h·P_g·e (the keys summed first)
+    PP = (Pt[:, None] * Pt[None]).reshape(H * H * nJ, T)
+    W3 = torch.matmul(PP, elem).reshape(H, H, nJ, D)
+    charge = torch.einsum("htim,gtim,hgtm->ti", N, N, W3)
+    block = max(1, _CACHED // max(1, H * nJ * D))
+    for s0 in range(0, T, block):
+        sl = slice(s0, min(T, s0 + block))
+        U, Y = derivatives(sl)
+        eY = Y * elem[sl][None, None]
+        Ps = Pt[:, :, sl].permute(1, 2, 0)[..., None]  # (nJ, b, H, 1)
+        for h in range(H):  # (broadcast products, not einsum: its batched matmuls of H × D are tiny and slow)
+            KK = (eY[h][None] * Y).sum(-1)  # Σ_m e·Y_h·Y_g, every g: (H, nJ, b)
+            charge += ((KK[..., None] * U).sum(0) * U[h]).sum(1)  # k–k
+            kv = torch.matmul(eY[h], Ncat).reshape(nJ, -1, H, D)  # Σ_m e·Y_h·N_g, every g: (nJ, b, H, D_i)
+            charge += 2 * ((Ps * kv).sum(2) * U[h]).sum(1)  # k–v: 2·Σ_{s,g} U_h·P_g·(…)
+    # at s = t the rounding also moves q_t: Σ_m e·((c_kv + c_q)² − c_kv²)
+    diag, idx = torch.from_numpy(np.asarray(J)), torch.arange(nJ)
+    qt = qJ * cos_all[diag][None] - torch.from_numpy(_rot(qJ.numpy())) * sin_all[diag][None]  # (H, nJ, K)
+    U = torch.einsum("htk,tihk->hti", wt[:, idx, diag], Mt)
+    Y = torch.einsum("htk,hkm->htm", qt, Wk3) * sq
+    c_kv = torch.einsum("hti,htm->tim", U, Y) + torch.einsum("ht,htim->tim", Pt[:, idx, diag], N)
+    c_q = torch.matmul(torch.from_numpy(MAR).reshape(nJ, D, H * K), Wq)  # (nJ, D, D)
+    charge += torch.einsum("tim,tm->ti", c_q * (2 * c_kv + c_q), elem[diag])
+    return charge.numpy()
 
 
 def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarray, np.ndarray, Final]:
@@ -555,5 +605,6 @@ def _queries(f: dict[str, Any], J: np.ndarray, p: Precisions) -> tuple[np.ndarra
         var += _traced("rope.tables", _es("ati,bti,tab->ti", Ud, Ud, Vt) / K)
         freq_coef = freq_coef + matmul(U.swapaxes(-1, -2), angk.swapaxes(0, 1) * ang).sum(axis=0) * sq  # via keys
     var += _traced("attn.norm", _es("tsi,s->ti", coef_r * coef_r, f["var_r1"]))
+    var += _traced("attn.input", _attention_input(f, J, M, MAR, w, Pj))
     fixed = _es("tij,j->ti", np.abs(freq_coef), f["b_freq"])
     return var, fixed, final

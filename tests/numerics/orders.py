@@ -217,7 +217,7 @@ def _rope(a: np.ndarray, cos: np.ndarray, sin: np.ndarray, t: torch.dtype, hf: b
     return r(r(a * cos) + r(rot * sin))
 
 
-STAGES = ("norm", "qkv", "angles", "tables", "scores", "softmax", "softmax_sum", "pv", "wo", "gate", "up", "down")
+STAGES = ("norm", "norm_out", "qkv", "angles", "tables", "scores", "softmax", "softmax_sum", "pv", "wo", "gate", "up", "down")
 
 
 def block(
@@ -229,7 +229,7 @@ def block(
     the scaling, the probabilities, p·v and every SwiGLU intermediate rounded to t).
 
     ``perturb(stage, value) -> value``: an emulated implementation that errs at one stage (STAGES: the norms' r, the
-    q/k/v projections, the RoPE angles, the cos/sin tables, the scores, the probabilities, the softmax sum, p·v,
+    attn-norm's output, the q/k/v projections, the RoPE angles, the cos/sin tables, the scores, the probabilities, the softmax sum, p·v,
     W_o's output, the SiLU gate, the up projection, W_down's output) — the sensitivity measurement."""
     at = perturb or (lambda stage, value: value)
     c = compute_dtype(t)
@@ -248,7 +248,7 @@ def block(
         r = at("norm", c(1) / np.sqrt(reduce(zc * zc, sums)[..., None] / c(z.shape[-1]) + c(eps)))
         return to_t(zc * r * w.astype(c), t)
 
-    a = norm(rows, P["attn_norm.weight"])
+    a = at("norm_out", norm(rows, P["attn_norm.weight"]))
 
     def proj(w: np.ndarray, n: int) -> np.ndarray:
         return to_t(at("qkv", matvec(a, w, order)), t).reshape(T, n, K).transpose(1, 0, 2)  # (n, T, K)

@@ -23,6 +23,7 @@ BETA = 2.0**-30
 TRIALS = 400
 STAGE_CLASSES = {  # the emulation's stage → the site classes whose charge covers it
     "norm": ("attn.norm", "ffn.norm"),
+    "norm_out": ("attn.input",),
     "qkv": ("q", "k", "v"),
     "angles": ("rope.tables",),
     "tables": ("rope.tables",),
@@ -82,3 +83,21 @@ def test_a_stage_moves_the_output_by_at_most_what_its_sites_are_charged(stage: s
     assert float(ratio.max()) <= 1.3, f"{stage}: the output moves by up to {ratio.max():.3g}× its sites' charge"
     # (the charge of a class also covers sites the emulation does not perturb: the exp, s − max, the reductions)
     assert float(np.median(ratio)) >= 1e-5, f"{stage}: charged {1 / np.median(ratio):.3g}× what it moves"
+
+
+def test_the_attention_inputs_roundings_are_charged_exactly(charged) -> None:
+    """The roundings of the attn-norm's output a_s reach q_s, k_s and v_s together; ``sites._attention_input`` adds
+    their paths before squaring, with exact coefficients. The emulation perturbs a once per element; the charge
+    counts its three roundings (x·r, ·w, the store in t), so the ratio is 1/3 where the coefficients are exact. (A
+    bound by the largest eigenvalue of diag(B)·WᵀW·diag(B), as before, charged 2–3× more on the stored cases.)"""
+    x, P, cfg = _case()
+    exact = orders.block(x, P, cfg, torch.float64, "pairwise")
+    rng = np.random.default_rng(11)
+
+    def perturb(name: str, v: np.ndarray) -> np.ndarray:
+        return v * (1 + rng.uniform(-BETA, BETA, v.shape)) if name == "norm_out" else v
+
+    runs = [orders.block(x, P, cfg, torch.float64, "pairwise", perturb=perturb) - exact for _ in range(TRIALS)]
+    empirical = np.mean(np.stack(runs) ** 2, axis=0)[0]
+    ratio = empirical / (charged["attn.input"] / 3)
+    assert 0.25 <= float(np.median(ratio)) <= 0.42, f"median ratio {np.median(ratio):.3g}, 1/3 if exact"
