@@ -30,6 +30,10 @@ ORACLE_LAWS = re.compile(
 )
 TARGET = {"fp64": 64.0}  # slack allowed per dtype; every other dtype: DEFAULT_TARGET
 DEFAULT_TARGET = 16.0
+# A median headroom below this is an error below 10⁻⁹ of a bound of at least ½ ULP: the reference returns the value
+# golden rounds to (the rows of one value at the overflow threshold, exact but for ε's 10⁻¹⁶ relative effect) —
+# exact at the dtype's resolution, so there is no slack to measure.
+EXACT_BELOW = 1e-9
 
 
 def run_check(impl: str, profile: str, workers: int, out: Path) -> list[dict]:
@@ -75,15 +79,16 @@ def main(argv: list[str] | None = None) -> int:
         target = TARGET.get(dtype, DEFAULT_TARGET)
         slack = (1 / med if med else float("inf")) if med is not None else None
         ok = slack is not None and slack <= target and status == "passed"
-        if status == "passed" and med == 0:  # the reference errs 0 on most examples: no slack to measure
+        if status == "passed" and med is not None and med < EXACT_BELOW:  # exact on most examples: no slack
             exact, mark = exact + 1, "EXACT"
         else:
             missed, mark = missed + (not ok), "ok" if ok else ("FAILED" if status != "passed" else "LOOSE")
         cells = [f"{v:8.3g}" if v is not None else f"{'—':>8s}" for v in (med, slack, top)]
         print(f"{law:58s} {dtype:5s} {' '.join(cells)}  ≤ {target:g} {mark}")
     print(
-        f"{missed} law × dtype results miss their slack target; on {exact} the reference's median error is 0 "
-        "(EXACT: e.g. in fp64 the Block's derivative oracle is the reference itself) — no slack to measure"
+        f"{missed} law × dtype results miss their slack target; on {exact} the reference's median error is 0 or below "
+        f"{EXACT_BELOW:g} of the bound (EXACT: e.g. in fp64 the Block's derivative oracle is the reference itself) "
+        "— no slack to measure"
     )
     return 1 if missed else 0
 

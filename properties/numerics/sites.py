@@ -375,8 +375,8 @@ def block(
            reciprocal: −M_t·o_t; v_s, k_s (rotated back to q̃ = R_sᵀq'_t) and k'_s = RoPE(k_s) through every later
            query's scores and p·v; q_t and q'_t; the RoPE tables: each angle t·ω_i (one rounding per position, shared
            by q_t, k_t and every head), cos and sin (evaluated in c, HF's rounding to t); the attn-norm's output
-           a_s (its roundings reach q_s, k_s and v_s together: bounded with the largest eigenvalue of
-           diag(B_a)·[W_q; W_k; W_v]ᵀ[W_q; W_k; W_v]·diag(B_a)) and its r_s (Σx² in any order: scales q_s, k_s, v_s).
+           a_s (its roundings reach q_s, k_s and v_s together: their paths added before squaring,
+           :func:`_attention_input`) and its r_s (Σx² in any order: scales q_s, k_s, v_s).
     Where two paths of one site meet (a table entry of position t moves both q_t and k_t) the sum is bounded by
     (a + b)² ≤ 2a² + 2b²."""
     tokens = np.arange(x.shape[1]) if tokens is None else np.asarray(tokens)
