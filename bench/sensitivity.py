@@ -1,8 +1,9 @@
 """Sensitivity of the golden Block laws, stage by stage (issue 18, item 3).
 
 An emulated Block (``tests/numerics/orders.block``, every operation in its compute dtype) errs at ONE stage — the
-norms' r, the attn-norm's output, the q/k/v projections, the RoPE angles, the cos/sin tables, the scores, the probabilities, the softmax
-sum, p·v, W_o's output, the SiLU gate, the up projection, W_down's output — by k units of roundoff u (each value
+norms' r, the attn-norm's output, the q/k/v projections, the RoPE angles, the cos/sin tables, the scores, the
+probabilities, the softmax sum, p·v, W_o's output, the SiLU gate, the up projection, W_down's output — by k units
+of roundoff u (each value
 times 1 + k·u·ξ, ξ = ±1 at random; u of the compute dtype, or of the storage dtype t for 16-bit storage, where an
 accepted convention may round every stage to t), and is judged against golden with the law's bound. For each stage
 the smallest k = 2^j at which the law fails: the law sees an error k times a correct rounding of that stage.

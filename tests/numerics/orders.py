@@ -217,7 +217,21 @@ def _rope(a: np.ndarray, cos: np.ndarray, sin: np.ndarray, t: torch.dtype, hf: b
     return r(r(a * cos) + r(rot * sin))
 
 
-STAGES = ("norm", "norm_out", "qkv", "angles", "tables", "scores", "softmax", "softmax_sum", "pv", "wo", "gate", "up", "down")
+STAGES = (
+    "norm",
+    "norm_out",
+    "qkv",
+    "angles",
+    "tables",
+    "scores",
+    "softmax",
+    "softmax_sum",
+    "pv",
+    "wo",
+    "gate",
+    "up",
+    "down",
+)
 
 
 def block(
@@ -229,8 +243,9 @@ def block(
     the scaling, the probabilities, p·v and every SwiGLU intermediate rounded to t).
 
     ``perturb(stage, value) -> value``: an emulated implementation that errs at one stage (STAGES: the norms' r, the
-    attn-norm's output, the q/k/v projections, the RoPE angles, the cos/sin tables, the scores, the probabilities, the softmax sum, p·v,
-    W_o's output, the SiLU gate, the up projection, W_down's output) — the sensitivity measurement."""
+    attn-norm's output, the q/k/v projections, the RoPE angles, the cos/sin tables, the scores, the probabilities,
+    the softmax sum, p·v, W_o's output, the SiLU gate, the up projection, W_down's output) — the sensitivity
+    measurement."""
     at = perturb or (lambda stage, value: value)
     c = compute_dtype(t)
     _, T, D = x.shape
