@@ -96,13 +96,19 @@ def round_randomly(x: torch.Tensor, t: torch.dtype, gen: torch.Generator) -> tor
     return nearest + (r - nearest.detach())  # the value r, the gradient of the cast
 
 
+def _wide(t: torch.dtype) -> torch.dtype:
+    """The dtype the randomly rounded members compute in: wider than t where t can be rounded to (fp32 for 16-bit
+    t, fp64 for fp32: a correct implementation may compute in more precision and round once), else t."""
+    return _RANDOM_BITS[t][0] if t in _RANDOM_BITS else t
+
+
 class _RandomNorm(nanolm_core.RMSNorm):
-    """The norm in c, its output rounded to t at random (``gen``: the member's generator)."""
+    """The norm in c (:func:`_wide`), its output rounded to t at random (``gen``: the member's generator)."""
 
     gen: torch.Generator
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        xc = x.to(upcast_dtype(x.dtype))
+        xc = x.to(_wide(x.dtype))
         y = self.weight.to(xc.dtype) * (xc * torch.rsqrt(xc.pow(2).mean(-1, keepdim=True) + self.eps))
         return round_randomly(y, x.dtype, self.gen)
 
@@ -114,10 +120,11 @@ class _RandomAttention(nanolm_core.Attention):
     gen: torch.Generator
 
     def rope(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        return round_randomly(super().rope(x, cos, sin), x.dtype, self.gen)
+        c = _wide(x.dtype)
+        return round_randomly(super().rope(x, cos.to(c), sin.to(c)), x.dtype, self.gen)
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        c = upcast_dtype(q.dtype)
+        c = _wide(q.dtype)
         k, v = self.expand_kv(k), self.expand_kv(v)
         probs = round_randomly(torch.softmax(self.mask(self.scores(q.to(c), k.to(c))), dim=-1), q.dtype, self.gen)
         return round_randomly(probs.to(c) @ v.to(c), q.dtype, self.gen)
@@ -129,7 +136,7 @@ class _RandomSwiGLU(nanolm_core.SwiGLU):
     gen: torch.Generator
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        c = upcast_dtype(x.dtype)
+        c = _wide(x.dtype)
         gate, up = self.w_gate(x), self.w_up(x)
         s = round_randomly(F.silu(gate.to(c)), x.dtype, self.gen)
         return self.w_down(round_randomly(s.to(c) * up.to(c), x.dtype, self.gen))
