@@ -22,9 +22,16 @@ import time
 from pathlib import Path
 
 
+def _absolute(impl: str) -> str:
+    """IMPL with a file or directory path made absolute (``path.py`` or ``path.py:Name``): the checks run from the
+    report directory, where a relative path names nothing. Module names and adapter ids are left as given."""
+    path, sep, name = impl.partition(":")
+    return str(Path(path).resolve()) + sep + name if Path(path).exists() else impl
+
+
 def sweep(impl: str, seed: int, args: argparse.Namespace, out: Path) -> tuple[list[dict], float, str]:
     report = out / f"{impl.replace('/', '_')}-seed{seed}.json"
-    cmd = [sys.executable, "-m", "properties.entry.cli", "check", impl, "--profile", args.profile, "-q"]
+    cmd = [sys.executable, "-m", "properties.entry.cli", "check", _absolute(impl), "--profile", args.profile, "-q"]
     cmd += ["--seed", str(seed), "--workers", str(args.workers), "--json", str(report)]
     cmd += [f"--only={sel}" for sel in args.only]
     start = time.perf_counter()
