@@ -30,6 +30,7 @@ import torch.nn.functional as F
 import nanolm_core
 from nanolm_core._checks import upcast_dtype
 from nanolm_core.attention import apply_rope
+from nanolm_core.modules import rms_norm
 from properties.adapters import torch_ref
 from properties.numerics import bounds
 
@@ -108,9 +109,7 @@ class _RandomNorm(nanolm_core.RMSNorm):
     gen: torch.Generator
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        xc = x.to(_wide(x.dtype))
-        y = self.weight.to(xc.dtype) * (xc * torch.rsqrt(xc.pow(2).mean(-1, keepdim=True) + self.eps))
-        return round_randomly(y, x.dtype, self.gen)
+        return round_randomly(rms_norm(x.to(_wide(x.dtype)), self.weight, self.eps), x.dtype, self.gen)
 
 
 class _RandomAttention(nanolm_core.Attention):
@@ -230,7 +229,7 @@ def block_grads(
         maps = _order(config, k)
         block = cls(config).to(dtype)
         if isinstance(block, RandomlyRoundedBlock):
-            block.seeded(k)  # (after .to: the generator is not a parameter)
+            block.seeded(k)
         state = {n: _permuted(t.detach().to("cpu", dtype), _AXES[n], maps) for n, t in params.items()}
         block.load_state_dict(state, strict=True)
         xx = _permuted(x.detach().to("cpu", dtype), rows, maps).requires_grad_(True)
