@@ -11,6 +11,7 @@ A bf16 stage in an fp32 block errs by ~2^15 u_fp32.
 
     python bench/sensitivity.py                 # the stored T = 1024 fp32 cases and a drawn-size sharp case
     python bench/sensitivity.py --dtype bf16
+    python bench/sensitivity.py --dtype bf16 --stage norm_out   # one stage only
 
 Prints one line per case and stage: k* (or "> 2^16"), and the headroom of the unperturbed emulation.
 """
@@ -88,6 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dtype", default="fp32", choices=("fp32", "bf16", "fp16", "fp64"))
     parser.add_argument("--order", default="pairwise", help="the emulation's reduction order (tests/numerics/orders)")
+    parser.add_argument(
+        "--stage",
+        action="append",
+        choices=orders.STAGES,
+        help="perturb only this stage (repeatable; default: every stage)",
+    )
     args = parser.parse_args(argv)
     dtype = fmt(args.dtype).dtype
     # the unit: one rounding of the stage as an accepted convention may commit it — to t for 16-bit storage (HF
@@ -101,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         X = x.double().numpy()
         base = headroom(orders.block(X, P, cfg, dtype, args.order), gold, b, J, dtype)
         print(f"{name} [{args.dtype}]: unperturbed headroom {base:.3g}", flush=True)
-        for stage in orders.STAGES:
+        for stage in args.stage or orders.STAGES:
             seen = functools.partial(_seen, X=X, P=P, cfg=cfg, dtype=dtype, order=args.order, stage=stage, uc=uc,
                                      gold=gold, b=b, J=J)  # fmt: skip
             k = threshold(seen)
