@@ -35,7 +35,7 @@ from hypothesis.control import currently_in_test_context
 from golden.formats import fmt
 from properties.library import context
 from properties.numerics import ulp as _ulp
-from properties.numerics.bounds import Bound, order_class
+from properties.numerics.bounds import EMPIRICAL, Bound, order_class
 from properties.numerics.ulp import as_f64
 from properties.numerics.ulp import golden_parts as golden_f64
 
@@ -343,6 +343,9 @@ def _judge(
 
 def _tier_line(bound: Bound, diff: np.ndarray, bad: np.ndarray, i: int, tier: str) -> str:
     """Which tier the worst element failed, and with what probability a correct implementation would."""
+    if bound.component in EMPIRICAL:
+        return ("tier: empirical (twice the largest error of the reference computed in the accepted conventions, "
+                "plus roundings no baseline makes: measured on correct implementations, not derived)")  # fmt: skip
     if tier != "probabilistic":
         return "tier: deterministic (every input, order and accepted convention: never exceeded by a correct one)"
     det = float(np.broadcast_to(bound.abs, diff.shape).flat[i])

@@ -72,6 +72,48 @@ class RoundedBlock(nanolm_core.Block):
     norm_cls, attn_cls, ffn_cls = _RoundedNorm, _RoundedAttention, torch_ref.SwiGLU
 
 
+# The attention's two stages each have accepted conventions, and on sharp attention their combination decides the
+# derivative (measured, bf16, q/k scale 8: RoPE in t alone errs 3.2 roundings at the derivative's scale, SDPA alone
+# 1.3, the two together 14.7 — F.rms_norm + SDPA with HF's RoPE, `tests/correct_impls/frms_norm`). So the
+# baselines take every pair: where q and k leave RoPE × the kernel that attends.
+ROPES = {
+    "c": nanolm_core.Attention.rope,  # computed in c and kept there (the reference)
+    "c, rounded to t": lambda self, x, cos, sin: apply_rope(x.to(cos.dtype), cos, sin).to(x.dtype),  # torch_ref
+    "t": _RoundedAttention.rope,  # the tables rounded to t, the rotation in t (HF)
+}
+
+
+def _sdpa(self: nanolm_core.Attention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """``F.scaled_dot_product_attention`` in q's dtype (v cast to it: after RoPE in c, q and k are c)."""
+    return torch_ref.Attention.attend(self, q, k, v.to(q.dtype))
+
+
+ATTENDS = {
+    "eager": nanolm_core.Attention.attend,  # scores, softmax and p·v in q's dtype (the reference)
+    "eager, probabilities in t": _RoundedAttention.attend,  # HF's eager attention
+    "SDPA": _sdpa,  # the flash-attention backward: dS = P∘(dP − rowsum(dO∘O))
+}
+
+
+def _attention_pair(rope: str, attend: str) -> type:
+    return type(f"Attention[{rope} | {attend}]", (nanolm_core.Attention,), {"rope": ROPES[rope],
+                "attend": ATTENDS[attend], "__doc__": f"RoPE: {rope}; attend: {attend}."})  # fmt: skip
+
+
+def _pair_block(rope: str, attend: str) -> type:
+    return type(f"Block[{rope} | {attend}]", (nanolm_core.Block,), {"attn_cls": _attention_pair(rope, attend),
+                "__doc__": f"The reference Block with the attention's RoPE {rope} and kernel {attend}."})  # fmt: skip
+
+
+# the pairs no other member computes: the reference is (c, eager) — (c, eager with probabilities in t) is the same
+# computation, its probabilities already in c —, torch_ref (c rounded to t, SDPA), RoundedBlock (t, HF eager)
+PAIRS: tuple[type, ...] = tuple(
+    _pair_block(r, a)
+    for r, a in (("c", "SDPA"), ("c, rounded to t", "eager"), ("c, rounded to t", "eager, probabilities in t"),
+                 ("t", "eager"), ("t", "SDPA"))
+)  # fmt: skip
+
+
 # Stochastic rounding from c to t by the bits c's value has beyond t's precision (c, its same-width integer, their
 # number): the low bits plus a uniform integer below 2^bits, then cut — rounds up with probability equal to the
 # fraction of an ulp left out (sign–magnitude: the same for negative values).
@@ -165,6 +207,7 @@ MEMBERS: tuple[tuple[type, int], ...] = (
     *((nanolm_core.Block, k) for k in range(4)),
     (torch_ref.Block, 0),
     *((RoundedBlock, k) for k in range(2)),
+    *((cls, 0) for cls in PAIRS),
     *((RandomlyRoundedBlock, k) for k in range(4)),
 )
 CLASSES: tuple[type, ...] = tuple(dict.fromkeys(cls for cls, _ in MEMBERS))  # one each, in the given order

@@ -77,6 +77,7 @@ from properties.numerics import ulp as _ulp
 from properties.numerics.ulp import as_f64 as _exact  # the one tensor → float64 conversion
 
 __all__ = [
+    "EMPIRICAL",
     "LAMBDA",
     "Arithmetic",
     "Bound",
@@ -1389,6 +1390,8 @@ def block(
     return _finish(out, p, "block", core, note, roundings_t=24, overflow=ov, var=var, fixed=fixed, final=final)
 
 
+# The derivative laws' oracle: measured on correct implementations, not derived (failure messages say so).
+EMPIRICAL = frozenset({"block_vjp", "block_depth"})
 # A backward pass through a block crosses ≤ 8 sequential sub-layers (norm, q/k/v, RoPE, scores, softmax, p·v,
 # W_o, the FFN); a correct implementation may round each one's result once where every baseline does not: the
 # u·max|∂| term of the derivative laws is ×8 (flash-attention's tests add the same: a few ulps at the result's scale).
@@ -1429,7 +1432,11 @@ def block_vjp(refs: Sequence[Any], exact: Any, config: Any, T: int, dtype: Any) 
 @_shadows
 def block_depth_ratio(refs: Sequence[float], exact: float, config: Any, T: int, depth: int, dtype: Any) -> Bound:
     """Allowance for ‖vᵀ∂out/∂x‖/‖v‖ through ``depth`` stacked blocks against the fp64 pre-norm reference:
-    2·max_k |ref_k − fp64| + 8·max(u_t, 2^-40)·ratio, over the baselines' stacks (as :func:`block_vjp`)."""
-    allowed = 2 * max(abs(r - exact) for r in refs) + SUBLAYERS * _oracle_u(dtype) * abs(exact)
-    text = f"2·max over {len(refs)} baselines |ratio_dtype − fp64| + 8·max(u, 2^-40)·ratio (L={depth}, T={T})"
+    2·max_k |ref_k − fp64| + 8·L·max(u_t, 2^-40)·ratio, over the baselines' stacks (as :func:`block_vjp`; the
+    chain crosses 8 sub-layers in each of the L blocks)."""
+    allowed = 2 * max(abs(r - exact) for r in refs) + SUBLAYERS * depth * _oracle_u(dtype) * abs(exact)
+    text = (
+        f"2·max over {len(refs)} baselines |ratio_dtype − fp64| + 8·L·max(u, 2^-40)·ratio (L={depth}, T={T}, "
+        f"D={config.dim}, F={config.ffn_dim})"
+    )
     return Bound(np.array([allowed]), None, text, "block_depth")

@@ -32,7 +32,7 @@ def _case(seed: int, dtype: torch.dtype) -> tuple[torch.Tensor, dict[str, torch.
 def test_every_member_computes_the_same_derivatives_in_fp64():
     x, params, v = _case(0, torch.float64)
     members = baselines.block_grads(CONFIG, params, x, v, torch.float64, NAMES)
-    assert len(members) == len(baselines.MEMBERS) == 11
+    assert len(members) == len(baselines.MEMBERS) == 16
     for name in ["x", *NAMES]:
         first = members[0][name]
         for m in members[1:]:
@@ -172,16 +172,31 @@ def test_round_randomly_lands_on_a_neighbour_in_t_unbiased_with_the_gradient_of_
         assert torch.equal(r.to(t).double(), r), t  # exact in t
 
 
-def test_randomly_rounded_members_admit_a_correct_implementation_the_fixed_conventions_do_not():
+def test_the_attention_pair_or_random_roundings_admit_a_correct_implementation_the_fixed_conventions_do_not():
     """On the shrunk case, F.rms_norm + SDPA with its RoPE in bf16 (tests/correct_impls/frms_norm) errs 2.4× the
-    fixed members' largest error: which neighbour each intermediate lands on decides the derivative there."""
+    largest error of the reference's orders, torch_ref and RoundedBlock: which neighbour each intermediate lands
+    on, and which conventions of the attention combine, decide the derivative there. The attention's pairs (RoPE in
+    t with either kernel errs 55–58 there) and the randomly rounded members (6–50) each reach that far."""
     dt = torch.bfloat16
     x = torch.tensor(SHRUNK_X, dtype=dt)
     params = {n: torch.tensor(vals, dtype=dt) for n, vals in SHRUNK_PARAMS.items()}
     v = S.cotangent(tuple(x.shape), dt, 1)
     exact = baselines.block_grads(SHRUNK_CONFIG, params, x, v, torch.float64, members=1)[0]["x"]
     members = [m["x"] for m in baselines.block_grads(SHRUNK_CONFIG, params, x, v, dt)]
-    fixed = sum(cls is not baselines.RandomlyRoundedBlock for cls, _ in baselines.MEMBERS)
+    kinds = [cls for cls, _ in baselines.MEMBERS]
+    random = [m for m, cls in zip(members, kinds, strict=True) if cls is baselines.RandomlyRoundedBlock]
+    pairs = [m for m, cls in zip(members, kinds, strict=True) if cls in baselines.PAIRS]
+    fixed = [
+        m
+        for m, cls in zip(members, kinds, strict=True)
+        if cls not in (*baselines.PAIRS, baselines.RandomlyRoundedBlock)
+    ]
     err = np.abs(_vjp(frms_norm.Block, params, x, v, dt, SHRUNK_CONFIG) - exact).max()
-    assert err > bounds.block_vjp(members[:fixed], exact, SHRUNK_CONFIG, 4, dt).abs.max()
-    assert err <= bounds.block_vjp(members, exact, SHRUNK_CONFIG, 4, dt).abs.max()
+
+    def allowed(ms: list[np.ndarray]) -> float:
+        return float(bounds.block_vjp(ms, exact, SHRUNK_CONFIG, 4, dt).abs.max())
+
+    assert err > allowed(fixed)
+    assert err <= allowed(fixed + random)
+    assert err <= allowed(fixed + pairs)
+    assert err <= allowed(members)
