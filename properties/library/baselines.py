@@ -10,13 +10,15 @@ reductions, got by permuting the axes the Block's function does not depend on th
 projection input), F (the FFN's hidden units), the value channels of every head (W_o's sum) — the results mapped
 back; the Block of ``properties.adapters.torch_ref`` (F.rms_norm, SDPA: the flash-attention backward);
 :class:`RoundedBlock`, the accepted conventions that round the most to t (``bounds``' (b) and (c), HF eager's), in
-two orders; and :class:`RandomlyRoundedBlock` in four orders, each sub-layer's result rounded to t at random. The
-reference rounds once per sub-layer; a convention that rounds a norm's x·r, the RoPE tables and products, the
-probabilities and p·v to t moves the derivative by far more than a reduction order does (measured, HF-Llama in
-bf16: up to 7× the reference's error where the other members err alike); and where the derivative is
-ill-conditioned, *which* neighbour in t each intermediate lands on decides it (measured: F.rms_norm + SDPA with its
-RoPE in bf16 erred 2.4× every fixed convention's error on a row of scale 2⁻⁷ under sharp attention; the random
-members err from 0.1× to 0.9× of it there — tests/numerics/test_baselines.py).
+two orders; every other pair of the attention's conventions (``PAIRS``: RoPE kept in c, rounded to t or computed in
+t × an eager, eager-rounding or SDPA kernel); and :class:`RandomlyRoundedBlock` in four orders, each sub-layer's
+result rounded to t at random. The reference rounds once per sub-layer; a convention that rounds a norm's x·r,
+the RoPE tables and products, the probabilities and p·v to t moves the derivative by far more than a reduction
+order does (measured, HF-Llama in bf16: up to 7× the reference's error where the other members err alike); and
+where the derivative is ill-conditioned, *which* neighbour in t each intermediate lands on decides it (measured:
+F.rms_norm + SDPA with its RoPE in bf16 erred 2.4× the error of every fixed convention but its own attention pair
+on a row of scale 2⁻⁷ under sharp attention; the random members err from 0.1× to 0.9× of it there, the pairs with
+RoPE in t 0.95× and 1× — tests/numerics/test_baselines.py).
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ from properties.adapters import torch_ref
 from properties.numerics import bounds
 
 __all__ = [
-    "CLASSES",
     "MEMBERS",
+    "PAIRS",
+    "STACK_MEMBERS",
     "RandomlyRoundedBlock",
     "RoundedBlock",
     "baseline_dtype",
@@ -210,7 +213,11 @@ MEMBERS: tuple[tuple[type, int], ...] = (
     *((cls, 0) for cls in PAIRS),
     *((RandomlyRoundedBlock, k) for k in range(4)),
 )
-CLASSES: tuple[type, ...] = tuple(dict.fromkeys(cls for cls, _ in MEMBERS))  # one each, in the given order
+# The members without their reduction orders (for stacks of blocks, which the orders' permutations do not reach):
+# every class once, the randomly rounded one under each of its seeds.
+STACK_MEMBERS: tuple[tuple[type, int], ...] = tuple(
+    dict.fromkeys((cls, k if cls is RandomlyRoundedBlock else 0) for cls, k in MEMBERS)
+)
 _AXES: dict[str, tuple[str | None, ...]] = {
     "attn_norm.weight": ("D",),
     "attn.wq.weight": (None, "D"),
