@@ -354,7 +354,7 @@ def assert_block_grads_close(
 ) -> float:
     """``grads`` = {"x": ∂/∂x, "<state-dict name>": ∂/∂weight …} of the contract's Block for the cotangent
     ``grad_out``, each within ``bounds.block_vjp`` of the fp64 derivative of the reference: twice the largest error
-    of the same-dtype baselines (``properties.library.baselines``) + 8·u·max|∂| — the oracle of the Block's
+    of the same-dtype baselines (``properties.library.baselines``) + 4·u·max|∂| — the oracle of the Block's
     gradient laws."""
     __tracebackhide__ = True
     state = _state(params)

@@ -10,8 +10,9 @@ reductions, got by permuting the axes the Block's function does not depend on th
 projection input), F (the FFN's hidden units), the value channels of every head (W_o's sum) — the results mapped
 back; the Block of ``properties.adapters.torch_ref`` (F.rms_norm, SDPA: the flash-attention backward);
 :class:`RoundedBlock`, the accepted conventions that round the most to t (``bounds``' (b) and (c), HF eager's), in
-two orders; :class:`FusedBlock`, q, k, v and gate, up each from one fused projection; every other pair of the attention's conventions (``PAIRS``: RoPE kept in c, rounded to t or computed in
-t × an eager, eager-rounding or SDPA kernel); and :class:`RandomlyRoundedBlock` in four orders, each sub-layer's
+two orders; :class:`FusedBlock`, q, k, v and gate, up each from one fused projection; every other pair of the
+attention's conventions (``PAIRS``: RoPE kept in c, rounded to t or computed in t × an eager, eager-rounding or SDPA
+kernel); and :class:`RandomlyRoundedBlock` in four orders, each sub-layer's
 result rounded to t at random. The reference rounds once per sub-layer; a convention that rounds a norm's x·r,
 the RoPE tables and products, the probabilities and p·v to t moves the derivative by far more than a reduction
 order does (measured, HF-Llama in bf16: up to 7× the reference's error where the other members err alike); and

@@ -1392,10 +1392,12 @@ def block(
 
 # The derivative laws' oracle: measured on correct implementations, not derived (failure messages say so).
 EMPIRICAL = frozenset({"block_vjp", "block_depth"})
-# A backward pass through a block crosses ≤ 8 sequential sub-layers (norm, q/k/v, RoPE, scores, softmax, p·v,
-# W_o, the FFN); a correct implementation may round each one's result once where every baseline does not: the
-# u·max|∂| term of the derivative laws is ×8 (flash-attention's tests add the same: a few ulps at the result's scale).
-SUBLAYERS = 8
+# Beyond twice the baselines' largest error, a few roundings at the result's scale (flash-attention's tests add the
+# same: a few ulps of atol): the members already round every sub-layer's result to t (fixed conventions and random
+# neighbours), so what is left is that 17 members are a sample. Measured (docs/laws.md): the largest excess of a
+# correct implementation beyond twice the baselines' error was 0.93·u over 20 dev seeds of 7 implementations (10⁵
+# judged tensors) and 0.58·u on 5 held-out ones; 4·u.
+UNSEEN_ROUNDINGS = 4
 # The derivative oracle is the fp64 reference itself, so in fp64 it cannot vouch for more than its own accuracy:
 # κ·u_64 — the baselines' spread in fp64 measures it on the case; u is floored at 2^-40 beside it.
 ORACLE_U = 2.0**-40
@@ -1410,20 +1412,20 @@ def _oracle_u(dtype: Any) -> float:
 def block_vjp(refs: Sequence[Any], exact: Any, config: Any, T: int, dtype: Any) -> Bound:
     """Allowance for vᵀ∂out/∂x of a Block against the fp64 derivative of the reference (normwise, one number):
 
-        2·max_k max|ref_k − exact| + 8·max(u_t, 2^-40)·max|exact|
+        2·max_k max|ref_k − exact| + 4·max(u_t, 2^-40)·max|exact|
 
     The first term is the flash-attention oracle (twice the error of the reference computed in the same dtype),
     over ``refs``: the reference computed several ways (``properties.library.baselines``: several orders of its
     reductions, SDPA's flash-attention backward, the conventions that round the most to t), since one way's
-    error is one draw of a correct implementation's; the second, a rounding of each of ≤ 8 sub-layers' results
+    error is one draw of a correct implementation's; the second, a few roundings of the result
     at the derivative's scale that no baseline makes (flash-attention's atol). An empirical oracle, measured,
     not a derivation (docs/laws.md: what correct implementations need beyond the first term). ``config`` and
     ``T`` are the case's (reported by the failure's formula)."""
     E = _exact(exact)
     spread = max(np.abs(_exact(r) - E).max() for r in refs)
-    allowed = 2 * spread + SUBLAYERS * _oracle_u(dtype) * np.abs(E).max()
+    allowed = 2 * spread + UNSEEN_ROUNDINGS * _oracle_u(dtype) * np.abs(E).max()
     text = (
-        f"2·max over {len(refs)} baselines |ref_dtype − fp64| + 8·max(u, 2^-40)·max|vᵀJ| "
+        f"2·max over {len(refs)} baselines |ref_dtype − fp64| + {UNSEEN_ROUNDINGS}·max(u, 2^-40)·max|vᵀJ| "
         f"(D={config.dim}, F={config.ffn_dim}, rows={T})"
     )
     return Bound(np.full(E.shape, allowed), None, text, "block_vjp", fmt(dtype).dtype)
@@ -1432,11 +1434,11 @@ def block_vjp(refs: Sequence[Any], exact: Any, config: Any, T: int, dtype: Any) 
 @_shadows
 def block_depth_ratio(refs: Sequence[float], exact: float, config: Any, T: int, depth: int, dtype: Any) -> Bound:
     """Allowance for ‖vᵀ∂out/∂x‖/‖v‖ through ``depth`` stacked blocks against the fp64 pre-norm reference:
-    2·max_k |ref_k − fp64| + 8·max(u_t, 2^-40)·ratio, over the baselines' stacks (as :func:`block_vjp`: their
+    2·max_k |ref_k − fp64| + 4·max(u_t, 2^-40)·ratio, over the baselines' stacks (as :func:`block_vjp`: their
     randomly rounded members already round every sub-layer's result in each of the L blocks)."""
-    allowed = 2 * max(abs(r - exact) for r in refs) + SUBLAYERS * _oracle_u(dtype) * abs(exact)
+    allowed = 2 * max(abs(r - exact) for r in refs) + UNSEEN_ROUNDINGS * _oracle_u(dtype) * abs(exact)
     text = (
-        f"2·max over {len(refs)} baselines |ratio_dtype − fp64| + 8·max(u, 2^-40)·ratio (L={depth}, T={T}, "
-        f"D={config.dim}, F={config.ffn_dim})"
+        f"2·max over {len(refs)} baselines |ratio_dtype − fp64| + {UNSEEN_ROUNDINGS}·max(u, 2^-40)·ratio "
+        f"(L={depth}, T={T}, D={config.dim}, F={config.ffn_dim})"
     )
     return Bound(np.array([allowed]), None, text, "block_depth")
