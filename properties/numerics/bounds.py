@@ -1417,10 +1417,10 @@ def block_vjp(refs: Sequence[Any], exact: Any, config: Any, T: int, dtype: Any) 
     The first term is the flash-attention oracle (twice the error of the reference computed in the same dtype),
     over ``refs``: the reference computed several ways (``properties.library.baselines``: several orders of its
     reductions, SDPA's flash-attention backward, the conventions that round the most to t), since one way's
-    error is one draw of a correct implementation's; the second, a few roundings of the result
-    at the derivative's scale that no baseline makes (flash-attention's atol). An empirical oracle, measured,
-    not a derivation (docs/laws.md: what correct implementations need beyond the first term). ``config`` and
-    ``T`` are the case's (reported by the failure's formula)."""
+    error is one draw of a correct implementation's; the second, a few roundings at the derivative's scale, since
+    the baselines are a sample (flash-attention's atol). An empirical oracle, measured, not a derivation
+    (docs/laws.md: what correct implementations need beyond the first term). ``config`` and ``T`` are the case's
+    (reported by the failure's formula)."""
     E = _exact(exact)
     spread = max(np.abs(_exact(r) - E).max() for r in refs)
     allowed = 2 * spread + UNSEEN_ROUNDINGS * _oracle_u(dtype) * np.abs(E).max()

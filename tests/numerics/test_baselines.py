@@ -205,8 +205,9 @@ def test_the_attention_pair_or_random_roundings_admit_a_correct_implementation_t
     assert err <= allowed(members)
 
 
-# A case Hypothesis found (dev profile, seed 9, `block_preserves_gradient_through_depth[fp32]` on hf-phi3), rebuilt
-# from seeds: 4 stacked blocks, rows of scales 10⁻², 10², 10³·8 and a constant one, one q/k group for 4 heads.
+# After a case Hypothesis found (dev profile, seed 9, `block_preserves_gradient_through_depth[fp32]` on hf-phi3): its
+# config and layer seeds, and rows of its kinds drawn anew — scales 4 and 60, a tiny row with one outlier, a
+# same-sign row near 8000 and a constant one; 4 stacked blocks, one q/k group for 4 heads.
 FUSED_CONFIG = nanolm_core.ModelConfig(
     dim=32, n_layers=1, n_heads=4, n_kv_heads=1, vocab_size=8, norm_eps=1e-5, rope_theta=5e5, max_seq_len=16, ffn_dim=4
 )
