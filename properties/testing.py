@@ -32,7 +32,7 @@ Options, as ``torch.testing.assert_close`` has them:
 Gradients: ``assert_rmsnorm_grads_close``, ``assert_swiglu_grads_close`` (golden vector–Jacobian products and their
 derived bounds, as the gradient laws) and ``assert_block_grads_close`` (the Block's laws' oracle: the fp64
 derivative of the reference, within twice the largest error of the reference computed in the same dtype in
-several ways (``properties.library.baselines``) plus 8 roundings at its scale: ``bounds.block_vjp``). ``grads`` is
+several ways (``properties.library.baselines``) plus a few roundings at its scale: ``bounds.block_vjp``). ``grads`` is
 a tuple in the order of the inputs or a mapping by name; a gradient given as None is not checked.
 """
 

@@ -23,6 +23,7 @@ Headroom (reported, never enforced): each comparison records ``headroom`` = max 
 from __future__ import annotations
 
 import functools
+import math
 import textwrap
 from collections.abc import Sequence
 from typing import Any
@@ -40,6 +41,7 @@ from properties.numerics.ulp import as_f64
 from properties.numerics.ulp import golden_parts as golden_f64
 
 __all__ = [
+    "EXCESS",
     "WITHOUT",
     "as_f64",
     "assert_batch_invariant",
@@ -59,6 +61,7 @@ __all__ = [
 
 
 WITHOUT = "headroom without"  # measurement: {declaration key: max error ÷ its bound had the key not been declared}
+EXCESS = "excess beyond the baselines"  # measurement: max (error − measured part) ÷ unit of an empirical bound
 WIDTH = 80  # columns of a failure message; only the command that reproduces it may be longer (to be copied whole)
 
 
@@ -268,6 +271,11 @@ def _record_headroom(diff: np.ndarray, bound: Bound, judged: np.ndarray) -> None
                 ratio = float(np.max(np.where(d > 0, d / other, 0.0)))
                 without[name] = max(ratio, float(without.get(name, 0.0)))
         context.measure(WITHOUT, without)
+    if bound.empirical is not None:  # how much of the unmeasured allowance a correct implementation needs (reported)
+        measured, unit = bound.empirical
+        excess = (float(d.max()) - measured) / unit if unit > 0 else float("nan")
+        if not math.isnan(excess):
+            context.measure(EXCESS, max(excess, float(seen.get(EXCESS, -math.inf))))
     room = max(room, float(seen.get("headroom", 0.0)))
     context.measure("headroom", room)
     if pair is not None:

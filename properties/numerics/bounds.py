@@ -133,7 +133,10 @@ class Bound:
                   whether the measurements needed a declaration);
     ``prob``      the probabilistic tier (inputs the law drew, :func:`probabilistic`): allowed |actual − expected|
                   per element, +inf where it does not apply; None: nowhere;
-    ``prob_note`` its λ, the probability that a correct implementation exceeds it, and the model.
+    ``prob_note`` its λ, the probability that a correct implementation exceeds it, and the model;
+    ``empirical`` (measured, unit) of an empirical bound (:data:`EMPIRICAL`): the part measured on the baselines and
+                  the unit of the rest (u at the result's scale); a comparison reports its excess (error − measured)
+                  ÷ unit, which a correct implementation keeps below :data:`UNSEEN_ROUNDINGS` (reported only).
     """
 
     abs: np.ndarray
@@ -146,6 +149,7 @@ class Bound:
     alternatives: Mapping[str, np.ndarray] | None = None  # name → ``abs`` under another declaration (:func:`shadowed`)
     prob: np.ndarray | None = None
     prob_note: str = ""
+    empirical: tuple[float, float] | None = None
 
     @property
     def allowed(self) -> np.ndarray:
@@ -1423,12 +1427,13 @@ def block_vjp(refs: Sequence[Any], exact: Any, config: Any, T: int, dtype: Any) 
     (reported by the failure's formula)."""
     E = _exact(exact)
     spread = max(np.abs(_exact(r) - E).max() for r in refs)
-    allowed = 2 * spread + UNSEEN_ROUNDINGS * _oracle_u(dtype) * np.abs(E).max()
+    unit = _oracle_u(dtype) * np.abs(E).max()
+    allowed = 2 * spread + UNSEEN_ROUNDINGS * unit
     text = (
         f"2·max over {len(refs)} baselines |ref_dtype − fp64| + {UNSEEN_ROUNDINGS}·max(u, 2^-40)·max|vᵀJ| "
         f"(D={config.dim}, F={config.ffn_dim}, rows={T})"
     )
-    return Bound(np.full(E.shape, allowed), None, text, "block_vjp", fmt(dtype).dtype)
+    return Bound(np.full(E.shape, allowed), None, text, "block_vjp", fmt(dtype).dtype, empirical=(2 * spread, unit))
 
 
 @_shadows
@@ -1436,9 +1441,10 @@ def block_depth_ratio(refs: Sequence[float], exact: float, config: Any, T: int, 
     """Allowance for ‖vᵀ∂out/∂x‖/‖v‖ through ``depth`` stacked blocks against the fp64 pre-norm reference:
     2·max_k |ref_k − fp64| + 4·max(u_t, 2^-40)·ratio, over the baselines' stacks (as :func:`block_vjp`: their
     randomly rounded members already round every sub-layer's result in each of the L blocks)."""
-    allowed = 2 * max(abs(r - exact) for r in refs) + UNSEEN_ROUNDINGS * _oracle_u(dtype) * abs(exact)
+    measured, unit = 2 * max(abs(r - exact) for r in refs), _oracle_u(dtype) * abs(exact)
+    allowed = measured + UNSEEN_ROUNDINGS * unit
     text = (
         f"2·max over {len(refs)} baselines |ratio_dtype − fp64| + {UNSEEN_ROUNDINGS}·max(u, 2^-40)·ratio "
         f"(L={depth}, T={T}, D={config.dim}, F={config.ffn_dim})"
     )
-    return Bound(np.array([allowed]), None, text, "block_depth")
+    return Bound(np.array([allowed]), None, text, "block_depth", empirical=(measured, unit))

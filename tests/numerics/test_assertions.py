@@ -11,7 +11,7 @@ import torch
 
 import golden
 from properties.library import context
-from properties.library.assertions import assert_bitwise_equal, assert_close, assert_matches_golden
+from properties.library.assertions import EXCESS, assert_bitwise_equal, assert_close, assert_matches_golden
 from properties.numerics import bounds, ulp
 
 
@@ -92,3 +92,21 @@ def test_headroom_and_order_class_are_recorded() -> None:
     m = ctx.recorder.measurements
     assert m["headroom"] == 0.5 and m["pairwise headroom"] == 2.0 and m["order class"] == "any order"
     assert bounds.order_class(0.5, 0.9) == "pairwise" and bounds.order_class(1.5, 0.1) == "out of bound"
+
+
+def test_an_empirical_bound_reports_the_largest_excess_beyond_its_measured_part() -> None:
+    """The Block derivative oracle's bound (twice the baselines' error + UNSEEN_ROUNDINGS·u at the scale) reports
+    (error − twice the baselines' error) ÷ (u at the scale), the largest over the run: the calibration of
+    UNSEEN_ROUNDINGS (bench/oracle_excess.py) reads it."""
+    cfg = type("Config", (), {"dim": 2, "ffn_dim": 4})()
+    exact = np.array([1.0, -2.0])
+    ref = exact + np.array([3.0, 0.0]) * 2.0**-24  # a baseline 3 u_fp32 off at |exact| = 1, i.e. 1.5 u at the scale 2
+    b = bounds.block_vjp([ref], exact, cfg, 1, torch.float32)
+    unit = 2.0**-24 * 2.0
+    assert b.empirical == (6 * 2.0**-24, unit)
+    with context.open_context(_context()) as ctx:
+        assert_close(exact + np.array([0.0, 7 * 2.0**-24]), exact, b, what="vᵀJ")  # 7 u_fp32 = 2·3 u + 0.5 unit
+        assert_close(exact + np.array([4 * 2.0**-24, 0.0]), exact, b, what="vᵀJ")  # −1 unit: the largest stays
+    assert ctx.recorder.measurements[EXCESS] == 0.5
+    with pytest.raises(AssertionError):  # beyond 2·3 u + 4 units = 14 u_fp32
+        assert_close(exact + np.array([0.0, 15 * 2.0**-24]), exact, b, what="vᵀJ")
