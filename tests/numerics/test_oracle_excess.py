@@ -3,7 +3,6 @@ a law's JSON result, and bench/oracle_excess.py's summary of reports: the calibr
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -14,15 +13,7 @@ from properties.library.table import LAWS
 from properties.numerics.bounds import UNSEEN_ROUNDINGS
 from properties.running.loading import load
 from properties.running.runner import run_law
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_oracle_excess", ROOT / "bench" / "oracle_excess.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.common.bench import script
 
 
 def _report(path: Path, *results: tuple[str, str, object]) -> None:
@@ -39,7 +30,7 @@ def test_a_derivative_law_reports_the_reference_within_twice_the_baselines() -> 
 
 
 def test_the_summary_takes_the_largest_excess_per_law_and_dtype(tmp_path: Path, capsys) -> None:
-    bench = _bench()
+    bench = script("oracle_excess")
     _report(tmp_path / "a-seed1.json", ("Block.block_x", "bf16", 0.5), ("Block.block_x", "fp32", -1.0))
     _report(tmp_path / "b-seed2.json", ("Block.block_x", "bf16", 0.9), ("RMSNorm.other", "fp32", None))
     assert bench.main([str(tmp_path), "--by-impl"]) == 0
@@ -50,12 +41,12 @@ def test_the_summary_takes_the_largest_excess_per_law_and_dtype(tmp_path: Path, 
 
 def test_an_excess_reaching_the_allowance_fails_the_summary(tmp_path: Path) -> None:
     _report(tmp_path / "c-seed1.json", ("Block.block_x", "fp16", float(UNSEEN_ROUNDINGS)))
-    assert _bench().main([str(tmp_path)]) == 1
+    assert script("oracle_excess").main([str(tmp_path)]) == 1
 
 
 def test_no_measurement_or_a_missing_path_is_an_error(tmp_path: Path, capsys) -> None:
     _report(tmp_path / "d-seed1.json", ("RMSNorm.other", "fp32", None))
-    assert _bench().main([str(tmp_path)]) == 1
+    assert script("oracle_excess").main([str(tmp_path)]) == 1
     with pytest.raises(SystemExit):
-        _bench().main([str(tmp_path / "missing.json")])
+        script("oracle_excess").main([str(tmp_path / "missing.json")])
     assert "REPORT_OR_DIR" in capsys.readouterr().err

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from properties.library.context import Recorder
 from properties.library.table import LAWS
 from properties.running.loading import load
 from properties.running.runner import run_law
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _slack_module():
-    spec = importlib.util.spec_from_file_location("bench_slack", ROOT / "bench" / "slack.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.common.bench import script
 
 
 def test_the_median_is_over_examples_each_the_max_of_its_comparisons() -> None:
@@ -46,7 +35,7 @@ def test_a_stored_law_counts_each_case_as_an_example() -> None:
 
 
 def test_bench_slack_selects_every_oracle_law_and_no_invariant() -> None:
-    slack = _slack_module()
+    slack = script("slack")
     chosen = {law for law in LAWS if slack.ORACLE_LAWS.search(law)}
     for law in (
         "RMSNorm.rmsnorm_matches_golden",
