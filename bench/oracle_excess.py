@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     width = max(len(law) for law, _ in worst)
     print(f"{'law':<{width}}  dtype  excess (u)  of allowance  run")
     for (law, dtype), (x, run) in sorted(worst.items()):
-        print(f"{law:<{width}}  {dtype:<5}  {x:10.3g}  {x / UNSEEN_ROUNDINGS:12.0%}  {run}")
+        print(f"{law:<{width}}  {dtype:<5}  {x:10.3g}  {x / UNSEEN_ROUNDINGS:12.1%}  {run}")
     if args.by_impl:
         for impl, x in sorted(per_impl.items()):
             print(f"  {impl}: largest excess {x:.3g}·u")
