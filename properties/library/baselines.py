@@ -12,8 +12,9 @@ back; the Block of ``properties.adapters.torch_ref`` (F.rms_norm, SDPA: the flas
 :class:`RoundedBlock`, the accepted conventions that round the most to t (``bounds``' (b) and (c), HF eager's), in
 two orders; :class:`FusedBlock`, q, k, v and gate, up each from one fused projection; every other pair of the
 attention's conventions (``PAIRS``: RoPE kept in c, rounded to t or computed in t × an eager, eager-rounding or SDPA
-kernel); and :class:`RandomlyRoundedBlock` in four orders, each sub-layer's
-result rounded to t at random. The reference rounds once per sub-layer; a convention that rounds a norm's x·r,
+kernel); :class:`RandomlyRoundedBlock` in four orders, each sub-layer's
+result rounded to t at random; and :class:`RowOrderedBlock` in two, the norms' weight gradients summed along the
+rows one row at a time. The reference rounds once per sub-layer; a convention that rounds a norm's x·r,
 the RoPE tables and products, the probabilities and p·v to t moves the derivative by far more than a reduction
 order does (measured, HF-Llama in bf16: up to 7× the reference's error where the other members err alike); and
 where the derivative is ill-conditioned, *which* neighbour in t each intermediate lands on decides it (measured:
@@ -27,6 +28,7 @@ tests/numerics/test_baselines.py).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -46,6 +48,7 @@ __all__ = [
     "FusedBlock",
     "RandomlyRoundedBlock",
     "RoundedBlock",
+    "RowOrderedBlock",
     "baseline_dtype",
     "block_grads",
     "round_randomly",
@@ -239,6 +242,55 @@ class RandomlyRoundedBlock(nanolm_core.Block):
         return self
 
 
+class _RowSum(torch.autograd.Function):
+    """0 in the forward (shaped as ``like``); in the backward, the gradient of a norm's weight ``w``, Σ_rows dy ⊙ a,
+    summed over the rows one at a time (first to last, or last to first) in a's dtype c and rounded to w's."""
+
+    @staticmethod
+    def forward(ctx: Any, w: torch.Tensor, a: torch.Tensor, like: torch.Tensor, reverse: bool) -> torch.Tensor:
+        ctx.save_for_backward(a)
+        ctx.reverse, ctx.wdtype = reverse, w.dtype
+        return torch.zeros_like(like)
+
+    @staticmethod
+    def backward(ctx: Any, dy: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        (a,) = ctx.saved_tensors
+        terms = (dy.to(a.dtype) * a).reshape(-1, a.shape[-1])
+        acc = torch.zeros_like(terms[0])
+        for r in reversed(range(len(terms))) if ctx.reverse else range(len(terms)):
+            acc = acc + terms[r]
+        return acc.to(ctx.wdtype), None, None, None
+
+
+class _RowOrderedNorm(nanolm_core.RMSNorm):
+    """The reference's norm, its weight's gradient summed over the rows one at a time (:class:`_RowSum`)."""
+
+    reverse = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        xc = x.to(upcast_dtype(x.dtype))
+        normed = xc * torch.rsqrt(xc.pow(2).mean(-1, keepdim=True) + self.eps)  # the reference's x·r, as it rounds
+        y = rms_norm(x, self.weight.detach(), self.eps)
+        return y + _RowSum.apply(self.weight, normed.detach(), y, self.reverse)
+
+
+class RowOrderedBlock(nanolm_core.Block):
+    """The reference Block with its norms' weight gradients summed over the B·T rows one row at a time: member 0
+    first to last, member 1 last to first. The other members take that sum as torch's reduction does (a cascade
+    of vector lanes); a kernel that writes its own reduction may run along the rows — torch.compile's inductor
+    does (measured: its ∂/∂ffn_norm.weight is this member's bit for bit, fp32, 80 rows, 6.1 u where every other
+    member erred ≤ 1.9 u) — and a sequential sum of n terms errs ~√n times a cascade's. ∂x and the projections'
+    gradients are the reference's (those are GEMMs, whose order along the rows is the library's)."""
+
+    norm_cls = _RowOrderedNorm
+
+    def ordered(self, k: int) -> RowOrderedBlock:
+        for module in self.modules():
+            if isinstance(module, _RowOrderedNorm):
+                module.reverse = bool(k % 2)
+        return self
+
+
 MEMBERS: tuple[tuple[type, int], ...] = (
     *((nanolm_core.Block, k) for k in range(4)),
     (torch_ref.Block, 0),
@@ -246,11 +298,13 @@ MEMBERS: tuple[tuple[type, int], ...] = (
     (FusedBlock, 0),
     *((cls, 0) for cls in PAIRS),
     *((RandomlyRoundedBlock, k) for k in range(4)),
+    *((RowOrderedBlock, k) for k in range(2)),
 )
 # The members without their reduction orders (for stacks of blocks, which the orders' permutations do not reach):
-# every class once, the randomly rounded one under each of its seeds.
+# every class once, the randomly rounded one under each of its seeds; not the row-ordered ones (their ∂x is the
+# reference's).
 STACK_MEMBERS: tuple[tuple[type, int], ...] = tuple(
-    dict.fromkeys((cls, k if cls is RandomlyRoundedBlock else 0) for cls, k in MEMBERS)
+    dict.fromkeys((cls, k if cls is RandomlyRoundedBlock else 0) for cls, k in MEMBERS if cls is not RowOrderedBlock)
 )
 _AXES: dict[str, tuple[str | None, ...]] = {
     "attn_norm.weight": ("D",),
@@ -314,6 +368,8 @@ def block_grads(
         block = cls(config).to(dtype)
         if isinstance(block, RandomlyRoundedBlock):
             block.seeded(k)
+        if isinstance(block, RowOrderedBlock):
+            block.ordered(k)
         state = {n: _permuted(t.detach().to("cpu", dtype), _AXES[n], maps) for n, t in params.items()}
         block.load_state_dict(state, strict=True)
         xx = _permuted(x.detach().to("cpu", dtype), rows, maps).requires_grad_(True)
