@@ -269,8 +269,8 @@ class _RowOrderedNorm(nanolm_core.RMSNorm):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         xc = x.to(upcast_dtype(x.dtype))
-        normed = xc * torch.rsqrt(xc.pow(2).mean(-1, keepdim=True) + self.eps)  # the reference's x·r, as it rounds
-        y = rms_norm(x, self.weight.detach(), self.eps)
+        normed = xc * torch.rsqrt(xc.pow(2).mean(-1, keepdim=True) + self.eps)  # rms_norm's x·r, as it rounds
+        y = (normed * self.weight.detach().to(xc.dtype)).to(x.dtype)  # and its output, from that x·r
         return y + _RowSum.apply(self.weight, normed.detach(), y, self.reverse)
 
 
