@@ -51,6 +51,7 @@ __all__ = [
     "RowOrderedBlock",
     "baseline_dtype",
     "block_grads",
+    "members_for",
     "round_randomly",
 ]
 
@@ -300,11 +301,19 @@ MEMBERS: tuple[tuple[type, int], ...] = (
     *((RandomlyRoundedBlock, k) for k in range(4)),
     *((RowOrderedBlock, k) for k in range(2)),
 )
+
+
+def members_for(names: Sequence[str]) -> tuple[tuple[type, int], ...]:
+    """The members whose derivatives with respect to x and ``names`` can differ from one another: the row-ordered
+    ones only where a norm's weight is among ``names`` (elsewhere they compute the reference's)."""
+    norms = any(n.endswith("norm.weight") for n in names)
+    return tuple((cls, k) for cls, k in MEMBERS if norms or cls is not RowOrderedBlock)
+
+
 # The members without their reduction orders (for stacks of blocks, which the orders' permutations do not reach):
-# every class once, the randomly rounded one under each of its seeds; not the row-ordered ones (their ∂x is the
-# reference's).
+# every class of those that can differ in ∂x once, the randomly rounded one under each of its seeds.
 STACK_MEMBERS: tuple[tuple[type, int], ...] = tuple(
-    dict.fromkeys((cls, k if cls is RandomlyRoundedBlock else 0) for cls, k in MEMBERS if cls is not RowOrderedBlock)
+    dict.fromkeys((cls, k if cls is RandomlyRoundedBlock else 0) for cls, k in members_for(()))
 )
 _AXES: dict[str, tuple[str | None, ...]] = {
     "attn_norm.weight": ("D",),
@@ -357,13 +366,13 @@ def block_grads(
     v: torch.Tensor,
     dtype: torch.dtype,
     names: Sequence[str] = (),
-    members: int = len(MEMBERS),
+    members: int | None = None,
 ) -> list[dict[str, np.ndarray]]:
-    """Per member of ``MEMBERS[:members]``, {"x": vᵀ∂out/∂x, name: vᵀ∂out/∂name …} of that Block (on the CPU, as
-    float64 arrays), computed in ``dtype`` (a law passes :func:`baseline_dtype`)."""
+    """Per member of ``members_for(names)[:members]`` (all of them by default), {"x": vᵀ∂out/∂x, name: vᵀ∂out/∂name …}
+    of that Block (on the CPU, as float64 arrays), computed in ``dtype`` (a law passes :func:`baseline_dtype`)."""
     rows = (None,) * (x.dim() - 1) + ("D",)
     out = []
-    for cls, k in MEMBERS[:members]:
+    for cls, k in members_for(names)[:members]:
         maps = _order(config, k)
         block = cls(config).to(dtype)
         if isinstance(block, RandomlyRoundedBlock):
