@@ -60,6 +60,10 @@ __all__ = [
 ]
 
 
+TIER = "tier"  # measurement: which tier judged the run (TIERS) — ``LawResult.tier``
+TIER_OFF = "tier off"  # measurement: why the probabilistic tier did not judge inputs it would have (a declaration)
+TIERS = ("probabilistic", "empirical", "deterministic")
+FAILED_TIER = "failed tier"  # measurement: the tier a failure's worst element exceeded
 WITHOUT = "headroom without"  # measurement: {declaration key: max error ÷ its bound had the key not been declared}
 EXCESS = "excess beyond the baselines"  # measurement: max (error − measured part) ÷ unit of an empirical bound
 WIDTH = 80  # columns of a failure message; only the command that reproduces it may be longer (to be copied whole)
@@ -263,6 +267,11 @@ def _record_headroom(diff: np.ndarray, bound: Bound, judged: np.ndarray) -> None
     ulps = np.broadcast_to(bound.ulps, diff.shape)[judged][at] if bound.ulps is not None else None
     context.record_headroom(room, abs=float(allowed[at]), ulps=ulps, formula=bound.formula)
     seen = ctx.recorder.measurements
+    judge = bound.judge  # the run's tier: the sharpest that judged any of its comparisons (TIERS, first wins)
+    if TIER not in seen or TIERS.index(judge) < TIERS.index(seen[TIER]):
+        context.measure(TIER, judge)
+    if bound.tier_off:
+        context.measure(TIER_OFF, bound.tier_off)
     if bound.alternatives:  # the headroom this comparison would have had without each declaration (reported only)
         without = dict(seen.get(WITHOUT) or {})
         with np.errstate(all="ignore"):
@@ -335,6 +344,7 @@ def _judge(
         head += f" (headroom {room:.3g})"
     n = int(bad.sum())
     tier = bound.tier(float(diff.flat[i]), i) if bound.prob is not None else "deterministic"
+    context.measure(FAILED_TIER, "empirical" if bound.component in EMPIRICAL else tier or "deterministic")
     fail(
         head,
         details=[

@@ -40,7 +40,7 @@ from hypothesis.errors import Flaky, FlakyStrategyDefinition
 from golden.formats import NAMES, fmt
 from properties import __version__
 from properties.library import diagnosis
-from properties.library.assertions import layout
+from properties.library.assertions import FAILED_TIER, TIER, layout
 from properties.library.context import LawContext, SuiteDataError, open_context
 from properties.library.laws import LAWS
 from properties.library.subject import COMPONENTS, Implementation, NotProvided
@@ -102,6 +102,7 @@ class LawResult:
     replay_data: bytes | None = dataclasses.field(default=None, repr=False)  # that file's content (not in JSON)
     declared: str = ""  # the component's declared conventions this run honoured (Conventions.summary())
     diagnosis: str | None = None  # failed: the convention or bug the counterexample looks like (library.diagnosis)
+    tier: str | None = None  # the tier that judged it: probabilistic | deterministic | empirical (None: no bound)
 
     @property
     def passed(self) -> bool:
@@ -392,6 +393,9 @@ def run_law(
     result.headroom, result.bound, result.headroom_median = rec.headroom, rec.bound, rec.headroom_median
     result.worst_input = rec.failing_input if result.status == "failed" and rec.failing_input else rec.worst_input
     result.measurements = {**rec.measurements, **result.measurements}
+    failed_tier = result.measurements.pop(FAILED_TIER, None)  # the tier a failure exceeded, else the sharpest used
+    used_tier = result.measurements.pop(TIER, None)
+    result.tier = failed_tier if failed_tier is not None and result.cause == "law" else used_tier
     if searched:
         result.measurements["search"] = f"{searched} of profile {prof.name}"
     _honour_declaration(result, ctx)
