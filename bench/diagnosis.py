@@ -22,17 +22,18 @@ import tempfile
 from pathlib import Path
 
 NO_MATCH = "no known convention matches"
-CENTRING = "centr"  # "a centred statistic …" (a bug): the diagnosis names centring
-# wrapper → what a right diagnosis names: declaration keys (any one of them) or a phrase
+CENTRING = "a centred statistic"  # the diagnosis names centring (a bug: keras' rms_scaling)
+FP32_IN_FP64 = 'compute_dtype: {"fp64": "fp32"}'  # the declaration an fp32-computing library needs in fp64
+# wrapper → what a right diagnosis says (any one of these phrases)
 EXPECTED: dict[str, tuple[str, ...]] = {
-    "tests.wrappers.hf_llama_norm": ("compute_dtype",),
-    "tests.wrappers.hf_qwen2_norm": ("compute_dtype",),
-    "tests.wrappers.hf_olmo2_norm": ("compute_dtype",),
-    "tests.wrappers.hf_t5_norm": ("compute_dtype",),
-    "tests.wrappers.hf_gemma_norm": ("compute_dtype", "weight_offset"),
-    "tests.wrappers.torchtune_style": ("compute_dtype",),
-    "tests.wrappers.hf_decoder": ("compute_dtype",),
-    "tests.wrappers.add_norm_hf": ("compute_dtype",),
+    "tests.wrappers.hf_llama_norm": (FP32_IN_FP64,),
+    "tests.wrappers.hf_qwen2_norm": (FP32_IN_FP64,),
+    "tests.wrappers.hf_olmo2_norm": (FP32_IN_FP64,),
+    "tests.wrappers.hf_t5_norm": (FP32_IN_FP64,),
+    "tests.wrappers.hf_gemma_norm": (FP32_IN_FP64, "weight_offset: 1.0"),
+    "tests.wrappers.torchtune_style": (FP32_IN_FP64,),
+    "tests.wrappers.hf_decoder": (FP32_IN_FP64,),
+    "tests.wrappers.add_norm_hf": (FP32_IN_FP64,),
     "tests.wrappers.keras_centring": (CENTRING,),
     "tests.wrappers.t5": (),  # correct: no failure expected
     "tests.wrappers.flax_style": (),

@@ -467,8 +467,8 @@ def _narrower(v: _View, seen: _Seen, *, only_reproduced: bool = False) -> Findin
 
     tells = [(f, False, sharp) for f in narrower]
     tells += [(f, True, lambda f: _range_of(v, seen.gold, f)) for f in reversed(narrower)]
-    if only_reproduced:
-        tells = [(f, False, lambda f: _reproduced(v, f)) for f in narrower]
+    if only_reproduced:  # the widest c that reproduces it: a narrower one reproduces it only where it rounds alike
+        tells = [(f, False, lambda f: _reproduced(v, f)) for f in reversed(narrower)]
     elif v.component == "Block":  # no output of c, no row factor: the size and spread of its errors are the trace
         tells += [(f, False, None) for f in reversed(narrower)]
     a = bounds.declared_arithmetic()
