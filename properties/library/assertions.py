@@ -478,11 +478,22 @@ def assert_unchanged(before: torch.Tensor, after: torch.Tensor, *, what: str) ->
         fail(f"{what} was modified by the call (bit patterns differ)")
 
 
-def assert_finite(y: torch.Tensor, *, what: str, mask: np.ndarray | None = None) -> None:
-    """Every (selected) element of y is finite."""
+def assert_finite(
+    y: torch.Tensor, *, what: str, mask: np.ndarray | None = None, without: np.ndarray | None = None, cause: str = ""
+) -> None:
+    """Every (selected) element of y is finite. ``without``: the same call without ``cause`` (a poisoned element):
+    where an element is non-finite there too, the message says the element fails on its own, not through it."""
     __tracebackhide__ = True
     a = as_f64(y)
     bad = ~np.isfinite(a) if mask is None else (~np.isfinite(a) & mask)
     if bool(bad.any()):
         i = int(np.argmax(bad.reshape(-1)))
-        fail(f"{what}: {plural(int(bad.sum()), 'non-finite element')}, first at {_index(i, a.shape)}: {a.flat[i]}")
+        head = f"{what}: {plural(int(bad.sum()), 'non-finite element')}, first at {_index(i, a.shape)}: {a.flat[i]}"
+        if without is not None:
+            own = bad & ~np.isfinite(np.asarray(without, dtype=np.float64))
+            if own.reshape(-1)[i]:
+                head += (f" — non-finite without {cause} too ({int(own.sum())} of the {int(bad.sum())}): the "
+                         "implementation fails those elements on their own, not through the poison")  # fmt: skip
+            elif own.any():
+                head += f" — {int(own.sum())} of them non-finite without {cause} too"
+        fail(head)

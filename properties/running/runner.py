@@ -391,6 +391,12 @@ def run_law(
         result.message = _failure_message(failure, ctx, notes)
     result.max_ulp, result.p99_ulp = rec.max_ulp, rec.p99_ulp
     result.headroom, result.bound, result.headroom_median = rec.headroom, rec.bound, rec.headroom_median
+    shown = getattr(failure, "headroom", None)
+    if shown is not None and rec.headroom is not None and not math.isclose(shown, rec.headroom, rel_tol=5e-3):
+        result.message = _before_reproduce(result.message, [
+            f"  headroom {rec.headroom:.3g} in the table: the largest over the examples met; this message shows "
+            f"the shrunk example ({shown:.3g}) — Hypothesis keeps the simplest failing example, not the worst"
+        ])  # fmt: skip
     result.worst_input = rec.failing_input if result.status == "failed" and rec.failing_input else rec.worst_input
     result.measurements = {**rec.measurements, **result.measurements}
     failed_tier = result.measurements.pop(FAILED_TIER, None)  # the tier a failure exceeded, else the sharpest used
