@@ -594,9 +594,5 @@ register(
         defaults={"eps": 1e-6},
         gains=("weight",),
         from_terms=lambda t: ({"weight": t["weight"]}, {"eps": t["eps"]}),
-        not_applicable={
-            "diagnosis": "a recorded AddRMSNorm call has two inputs and two outputs; the diagnosis re-evaluates "
-            "calls of one input and one output (the failure's own message stands without a diagnosis line)",
-        },
     )
 )

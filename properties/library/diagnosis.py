@@ -56,7 +56,7 @@ NO_MATCH = "no known convention matches"
 _WORK = 1 << 22  # multiply-adds one golden evaluation of a reduced call may cost (milliseconds in the exact engine)
 _ROWS = 16  # rows (RMSNorm, SwiGLU) a reduced call keeps at most, the worst one first; tokens of a Block prefix
 _TOKENS = 64  # the longest Block prefix evaluated (a failure further on is judged on the first 64 tokens)
-_OPTS = {"timeout": 20}  # golden options: never the 120 s default inside a diagnosis
+WRONG_FORWARD = 2.0**-6  # a forward error beyond this share of the output's scale is no dtype's rounding
 
 
 def _diagnosed() -> tuple[str, ...]:
@@ -225,12 +225,14 @@ class _Seen:
         return self.bounds[self.out]
 
 
-def _declare(key: str, value: Any) -> str:
-    return f"declare {written(key, value)} if that is intended"
+def _declare(key: str, value: Any, **more: Any) -> str:
+    keys = " and ".join(written(k, v) for k, v in {key: value, **more}.items())
+    return f"declare {keys} if that is intended"
 
 
-def _convention(what: str, key: str, value: Any) -> Finding:
-    return Finding(f"consistent with {what}: {_declare(key, value)}", "convention", {key: value})
+def _convention(what: str, key: str, value: Any, **more: Any) -> Finding:
+    """A convention finding; ``more``: further keys the same evidence needs declared (Gemma's gain in fp32)."""
+    return Finding(f"consistent with {what}: {_declare(key, value, **more)}", "convention", {key: value, **more})
 
 
 def _bug(what: str) -> Finding:
@@ -482,8 +484,13 @@ def _narrower(v: _View, seen: _Seen, *, only_reproduced: bool = False) -> Findin
             evidence = _errors_of(v, seen, f, bounds_[v.out])
             if not evidence:
                 continue
+        more = {"weight_offset": 1.0} if "Gemma" in evidence and not seen.conventions.weight_offset else {}
+        if more:
+            with bounds.declared(dataclasses.replace(a, compute={**a.compute, name: f.name}, weight_offset=1.0)):
+                _, bounds_ = _evaluate(v)
         if _holds(v, seen.golds, bounds_) and (by_range or _judged_where_failed(v, seen, bounds_[v.out])):
-            return _convention(f"{f.name} arithmetic on {name} inputs ({evidence})", "compute_dtype", {name: f.name})
+            what = f"{f.name} arithmetic on {name} inputs ({evidence})"
+            return _convention(what, "compute_dtype", {name: f.name}, **more)
     return None
 
 
@@ -507,6 +514,7 @@ def _reproduced(v: _View, f: Any) -> str:
             "HF Llama's: x·r rounded, then ·γ": w * (hc * r).to(t),
             "OLMo2's: γ·(x·r) in c, rounded once": (w.to(c) * (hc * r)).to(t),
             f"T5's: the statistic in {f.name}, x·r·γ in {fmt(t).name}": (w * (h * r.to(t))).to(t),
+            f"Gemma's: the gain 1 + (γ − 1) formed in {f.name}": (hc * r * (1.0 + (w - 1).to(c))).to(t),
         }
     for what, y in orders.items():
         if y.shape == v.y.shape and np.array_equal(as_f64(y), v.y, equal_nan=True):
@@ -659,9 +667,11 @@ def _reduce(order: int, call: Mapping[str, Any], mismatch: Mapping[str, Any] | N
     component's record (``components``), every one of x's shape."""
     component = call["component"]
     rec = components.record(component)
-    if any(name not in call for name in rec.inputs):
+    keys = [name if name in call else f"input_{i}" for i, name in enumerate(rec.inputs)]  # harness: x, input_1 …
+    keys[0] = "x"
+    if any(k not in call for k in keys):
         return None
-    inputs, outs = tuple(call[name] for name in rec.inputs), _outputs(call)
+    inputs, outs = tuple(call[k] for k in keys), _outputs(call)
     x = inputs[0]
     if len(outs) != len(rec.outputs) or any(a.shape != x.shape for a in (*inputs, *outs)):
         return None
@@ -770,17 +780,19 @@ def _forward_noise(v: _View, seen: _Seen, law_id: str) -> str:
     if not law_id.endswith("gradcheck"):
         return ""
     with np.errstate(invalid="ignore", divide="ignore"):
-        diff = np.abs(v.y - _exact(seen.gold))
+        g = _exact(seen.gold)
+        diff = np.abs(v.y - g)
         err = float(np.nanmax(diff, initial=0.0))
-        times = float(np.nanmax(diff / np.broadcast_to(seen.bound.abs, diff.shape), initial=0.0))
+        scale = float(np.nanmax(np.abs(g), initial=0.0))
+        rel = err / scale if scale > 0 else math.inf
     if not err / GRADCHECK_STEP > GRADCHECK_ATOL:
         return ""
     fd = (f"finite differences with step {GRADCHECK_STEP:g} turn it into gradient errors up to "
           f"{err / GRADCHECK_STEP:.2g} (gradcheck's atol {GRADCHECK_ATOL:g})")  # fmt: skip
-    if times > 2.0**10:
-        return (f"; the forward itself is wrong — off its golden value by up to {err:.2g}, {times:.2g}× its bound, "
-                f"beyond any rounding — and {fd}: fix the forward first (its golden law fails too); the gradcheck "
-                "cannot judge the backward until then")  # fmt: skip
+    if rel > WRONG_FORWARD:
+        return (f"; the forward itself is wrong — off its golden value by up to {err:.2g}, {rel:.2g} of the output's "
+                f"scale, beyond any dtype's rounding — and {fd}: fix the forward first (its golden law fails too); "
+                "the gradcheck cannot judge the backward until then")  # fmt: skip
     return (
         f"; the forward alone is off its golden value by up to {err:.2g} (rounding's size), and {fd}: its "
         "precision, not its backward, fails the check"
