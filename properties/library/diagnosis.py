@@ -460,6 +460,8 @@ def _narrower(v: _View, seen: _Seen, *, only_reproduced: bool = False) -> Findin
     of c-arithmetic holds — with a finite allowance wherever the contract's bound fails, unless c's range is the
     evidence. (16-bit input computed in its own dtype leaves no such trace: not diagnosed.)"""
     name = fmt(v.t).name
+    if v.norm and _eps_outside(v, seen):  # a known bug explains it: c arithmetic that drops eps would be its shadow
+        return None
     narrower = [
         f for f in map(fmt, ("bf16", "fp16", "fp32")) if f.p < fmt(v.t).p and f.u > fmt(seen.conventions.compute(v.t)).u
     ]
@@ -485,6 +487,8 @@ def _narrower(v: _View, seen: _Seen, *, only_reproduced: bool = False) -> Findin
             if not evidence:
                 continue
         more = {"weight_offset": 1.0} if "Gemma" in evidence and not seen.conventions.weight_offset else {}
+        if v.norm and not more and not seen.conventions.weight_offset and not _holds(v, seen.golds, bounds_):
+            more = {"weight_offset": 1.0}  # the two commonest departures together (Gemma in an fp64 layer)
         if more:
             with bounds.declared(dataclasses.replace(a, compute={**a.compute, name: f.name}, weight_offset=1.0)):
                 _, bounds_ = _evaluate(v)
@@ -523,19 +527,21 @@ def _reproduced(v: _View, f: Any) -> str:
 
 
 def _errors_of(v: _View, seen: _Seen, f: Any, bound: bounds.Bound) -> str:
-    """A Block's output errs by c's order of magnitude — at least 2⁻¹⁰ of c arithmetic's bound somewhere (an error
-    far below it is not c's rounding) — and its relative errors vary element by element within a token (a
-    mis-scaled token, one factor for all of it, is not rounding): norms and RoPE in fp32 inside an fp64 layer."""
+    """A Block's output errs by c's order of magnitude — somewhere at least u_c/16 of the output's scale (an error
+    far below that is not c's rounding; c arithmetic's bound, through the whole block, is 10⁴–10⁵ times looser)
+    — and its relative errors vary element by element within a token (a mis-scaled token, one factor for all of
+    it, is not rounding): norms and RoPE in fp32 inside an fp64 layer."""
     g = _exact(seen.gold)
     with np.errstate(all="ignore"):
         err = np.abs(v.y - g)
-        share = float(np.nanmax(err / np.broadcast_to(bound.abs, err.shape), initial=0.0))
+        scale = float(np.nanmax(np.abs(g), initial=0.0))
+        size = float(np.nanmax(err, initial=0.0)) / scale if scale > 0 else 0.0
         rel = np.where(np.abs(g) > 0, (v.y - g) / g, np.nan).reshape(-1, g.shape[-1])
         worst = int(np.nanargmax(np.nanmax(np.abs(rel), axis=-1))) if np.isfinite(rel).any() else 0
         row = rel[worst][np.isfinite(rel[worst])]
-    if not 2.0**-10 <= share <= 1 or row.size < 4 or not np.std(row) > 0.25 * abs(float(np.mean(row))):
+    if size < f.u / 16 or row.size < 4 or not np.std(row) > 0.25 * abs(float(np.mean(row))):
         return ""
-    return f"errors of {f.name}'s size, up to {share:.2g} of its bound, varying element by element"
+    return f"errors of {f.name}'s size, up to {size / f.u:.2g}·u_{f.name} of the output's scale, varying by element"
 
 
 def _judged_where_failed(v: _View, seen: _Seen, bound: bounds.Bound) -> bool:

@@ -6,12 +6,13 @@ layer's dtype. In an fp64 layer the norms and the RoPE tables run in fp32."""
 import torch
 
 import nanolm_core
+from nanolm_core.attention import rope_cos_sin
 from tests.wrappers.hf_norms import LlamaRMSNorm
 
 
 class _Attention(nanolm_core.Attention):
     def rope_tables(self, T, dtype, device):
-        cos, sin = nanolm_core.rope_cos_sin(T, self.config.head_dim, self.config.rope_theta, torch.float32, device)
+        cos, sin = rope_cos_sin(T, self.config.head_dim, self.config.rope_theta, torch.float32, device)
         return cos.to(dtype), sin.to(dtype)
 
 

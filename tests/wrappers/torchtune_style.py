@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 import nanolm_core
+from nanolm_core.attention import apply_rope, rope_cos_sin
 
 
 class RMSNorm(nn.Module):
@@ -21,11 +22,11 @@ class RMSNorm(nn.Module):
 
 class _Attention(nanolm_core.Attention):
     def rope_tables(self, T, dtype, device):  # the cache in fp32, whatever the layer's dtype
-        return nanolm_core.rope_cos_sin(T, self.config.head_dim, self.config.rope_theta, torch.float32, device)
+        return rope_cos_sin(T, self.config.head_dim, self.config.rope_theta, torch.float32, device)
 
     def rope(self, x, cos, sin):  # x.float() rotated, then type_as(x); attention continues in the layer's c
         c = torch.float64 if x.dtype == torch.float64 else torch.float32
-        return nanolm_core.apply_rope(x.float(), cos, sin).type_as(x).to(c)
+        return apply_rope(x.float(), cos, sin).type_as(x).to(c)
 
 
 class Block(nanolm_core.Block):
