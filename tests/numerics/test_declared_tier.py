@@ -63,3 +63,32 @@ def test_undrawn_inputs_are_not_said_to_be_kept_off_by_a_declaration() -> None:
     with bounds.declared(Arithmetic(eps={"fp16": "fp32"})):
         b = bounds.rmsnorm(x, w, EPS, torch.float16)
     assert b.prob is None and b.tier_off == ""
+
+
+def test_the_footer_says_which_tier_judged_each_result_and_which_declaration_kept_the_sharp_one_off() -> None:
+    from properties.library.assertions import TIER_OFF
+    from properties.running.findings import tier_line
+    from properties.running.runner import LawResult
+
+    off = "declared eps_dtype in fp16: not in the tier's model"
+    results = [
+        LawResult("RMSNorm.rmsnorm_matches_golden", "RMSNorm", "fp32", "cpu", "passed", tier="probabilistic"),
+        LawResult(
+            "RMSNorm.rmsnorm_matches_golden",
+            "RMSNorm",
+            "fp16",
+            "cpu",
+            "passed",
+            tier="deterministic",
+            measurements={TIER_OFF: off},
+        ),
+        LawResult("RMSNorm.rmsnorm_is_scale_invariant", "RMSNorm", "fp16", "cpu", "failed", tier="deterministic"),
+        LawResult("Block.block_jacobian_is_identity_plus_branch", "Block", "fp32", "cpu", "passed", tier="empirical"),
+        LawResult("RMSNorm.rmsnorm_preserves_sign", "RMSNorm", "fp32", "cpu", "passed"),
+        LawResult("SwiGLU.swiglu_matches_golden", "SwiGLU", "fp32", "cpu", "skipped"),
+    ]
+    assert tier_line(results) == (
+        f"tiers: 1 probabilistic, 1 empirical, 2 deterministic (1 by declaration: {off}), "
+        "1 exact or bitwise (no rounding bound)"
+    )
+    assert results[0].to_json()["tier"] == "probabilistic" and results[4].to_json()["tier"] is None
