@@ -419,7 +419,7 @@ def _diagnose(result: LawResult, ctx: LawContext) -> None:
     rec = ctx.recorder
     calls, mismatch = _failing(rec)
     try:
-        found = diagnosis.diagnose(calls, ctx.conventions, law_id=result.law_id, mismatch=mismatch)
+        found = diagnosis.diagnose(calls, ctx.conventions, law_id=result.law_id, mismatch=mismatch, tier=result.tier)
         row = diagnosis.input_row(calls, mismatch)
     except Exception as exc:  # the suite's own problem: reported beside the verdict, never instead of it
         found, row = None, None
