@@ -28,14 +28,13 @@ import importlib
 import importlib.util
 import re
 from pathlib import Path
-from types import ModuleType
 from typing import NamedTuple
 
 import torch
 
 from golden.formats import fmt
 
-__all__ = ["KINDS", "PITFALLS", "Pitfall", "load_module"]
+__all__ = ["KINDS", "PITFALLS", "Pitfall"]
 
 COURSE, REAL, TEST = KINDS = ("course mistake", "real-world bug", "test-only")
 _REFERENCE = re.compile(r"\b[\w.-]+/[\w.-]+#\d+\b")  # owner/repo#number
@@ -311,10 +310,3 @@ PITFALLS: dict[str, Pitfall] = dict([
            "a grid capped at 65,535 rows: y and h past it unwritten"),
 ])
 # fmt: on
-
-
-def load_module(name: str) -> ModuleType:
-    """Import the wrong implementation of pitfall ``name`` (KeyError with the known names if unknown)."""
-    if name not in PITFALLS:
-        raise KeyError(f"unknown pitfall {name!r}; known: {', '.join(PITFALLS)}")
-    return importlib.import_module(PITFALLS[name].module)
