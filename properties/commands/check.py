@@ -12,19 +12,31 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from properties.commands import arguments, baseline
+from properties.commands import arguments
 from properties.commands.helptext import EXIT, Formatter, adapters_text
-from properties.commands.render import json, text
-from properties.commands.results import exit_status
-from properties.library.assertions import plural
-from properties.running import session
-from properties.running.loading import ImplementationError
-from properties.running.runner import LawResult, UsageError, run_check, select_laws
-from properties.running.session import RunOptions, Selection, SubjectInfo
+from properties.running.loading import ImplementationError, UsageError
+
+if TYPE_CHECKING:  # the parser is declared without them (--help imports no torch); the run imports them
+    from properties.commands.results import exit_status
+    from properties.running.runner import LawResult, run_check
+    from properties.running.session import RunOptions, Selection, SubjectInfo
 
 __all__ = ["execute", "exit_status", "main", "register", "run_check", "write_counterexamples"]
+
+
+def __getattr__(name: str) -> Any:  # re-exported, imported when first asked for
+    if name == "exit_status":
+        from properties.commands.results import exit_status
+
+        return exit_status
+    if name == "run_check":
+        from properties.running.runner import run_check
+
+        return run_check
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 DESCRIPTION = """\
 Run the laws against an implementation (a module, a .py file or an adapter id),
@@ -83,6 +95,10 @@ def _usage(exc: Exception) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
+    from properties.commands import baseline
+    from properties.commands.render import text
+    from properties.running.runner import select_laws
+
     if args.list:
         try:
             print(text.law_list(select_laws(args.only)))
@@ -117,6 +133,12 @@ def execute(
     baseline_path: str | None = None,
 ) -> int:
     """Run ``selection`` against ``spec`` in the session, print the verdict, write the report → the exit status."""
+    from properties.commands.render import json, text
+    from properties.commands.results import exit_status
+    from properties.library.assertions import plural
+    from properties.running import session
+    from properties.running.session import SubjectInfo
+
     planned = len(selection.tasks())
     progress = text.Progress(planned, quiet=quiet)
     try:
@@ -180,6 +202,8 @@ def write_counterexamples(results: Sequence[LawResult], folder: Path) -> int:
 
 def _apply_baseline(results: Sequence[LawResult], path: Path, impl: SubjectInfo, selection: Selection) -> int:
     """Record the run's per-law error statistics to ``path`` (absent), or report what grew since (present)."""
+    from properties.commands import baseline
+
     if not path.exists():
         baseline.record(results, path, impl=impl.spec, profile=selection.profile, seed=selection.seed)
         print(f"baseline recorded: {path}")

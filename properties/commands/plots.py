@@ -20,20 +20,14 @@ import argparse
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import torch
-import torch.nn.functional as F
-
-import golden
-import nanolm_core
 from properties.commands.helptext import Formatter
-from properties.commands.render.text import wrap
-from properties.gallery.bf16_accumulation import RMSNorm as Bf16AccumulatingRMSNorm
-from properties.gallery.eps_outside_sqrt import RMSNorm as EpsOutside
-from properties.gallery.silu_cancellation import silu_by_complement
-from properties.numerics import bounds, ulp
+from properties.commands.render.wrapping import wrap
+
+if TYPE_CHECKING:  # each figure imports what it draws with: declaring the parser (--help) imports no torch
+    import numpy as np
+    import torch
 
 __all__ = ["PLOTS", "register", "render"]
 
@@ -61,16 +55,24 @@ def _save(fig: Any, out_dir: Path, name: str) -> Path:
 
 def _golden_rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> Any:
     """golden.rmsnorm of the exact float inputs (a Golden: hi + lo, ≥ 100 bits)."""
+    import golden
+
     return golden.rmsnorm(x, weight, eps)
 
 
 def _ulp_error(actual: torch.Tensor, exact: Any) -> np.ndarray:
     """|actual − golden| in ULPs of actual.dtype at the golden value (numerics.ulp.ulp_error)."""
+    import numpy as np
+
+    from properties.numerics import ulp
+
     return np.asarray(ulp.ulp_error(actual, exact), dtype=np.float64)
 
 
 def _pairwise_sum_in_dtype(v: torch.Tensor) -> torch.Tensor:
     """Σ over the last axis by a binary tree, every partial sum rounded to v.dtype (a GPU-style reduction)."""
+    import torch
+
     while v.shape[-1] > 1:
         if v.shape[-1] % 2:
             v = torch.cat((v, torch.zeros_like(v[..., :1])), dim=-1)
@@ -86,6 +88,12 @@ def plot_error_vs_d(out_dir: Path) -> Path:
 
     Only the sum of squares differs between the three: the rest is computed in fp32 and rounded once.
     """
+    import numpy as np
+    import torch
+
+    import nanolm_core
+    from properties.gallery.bf16_accumulation import RMSNorm as Bf16AccumulatingRMSNorm
+    from properties.numerics import bounds
 
     gen = torch.Generator().manual_seed(0)
     dims = [16, 32, 64, 128, 256, 512, 1000, 2048, 4096, 8192]
@@ -148,6 +156,8 @@ def _skip_path_only(block: Any, x: torch.Tensor) -> torch.Tensor:
 
 def _post_norm_cls() -> type:
 
+    import nanolm_core
+
     return nanolm_core.PostNormBlock
 
 
@@ -156,6 +166,10 @@ def _stack_input_grads(block_cls: type, layers: int, seed: int, gain: float | No
 
     gain None: PyTorch's default nn.Linear init; else every weight ~ N(0, gain²/fan_in).
     """
+    import numpy as np
+    import torch
+
+    import nanolm_core
 
     cfg = nanolm_core.ModelConfig(dim=64, n_layers=layers, n_heads=4, n_kv_heads=2, max_seq_len=16)
     gen = torch.Generator().manual_seed(seed)
@@ -182,6 +196,9 @@ def _stack_input_grads(block_cls: type, layers: int, seed: int, gain: float | No
 
 def plot_grad_vs_depth(out_dir: Path) -> Path:
     """Gradient norm k layers below the output of a 32-layer stack: pre-norm vs post-norm, skip path and total."""
+    import numpy as np
+
+    import nanolm_core
 
     L, seeds = 32, range(3)
     depth = np.arange(L + 1)  # k: layers between x and the output
@@ -237,6 +254,10 @@ def plot_grad_vs_depth(out_dir: Path) -> Path:
 
 def plot_geometry(out_dir: Path) -> Path:
     """D = 3: RMSNorm outputs on the sphere of radius √3, LayerNorm's on its great circle ⊥ 𝟏; norms at D = 256."""
+    import numpy as np
+    import torch
+
+    import nanolm_core
 
     gen = torch.Generator().manual_seed(0)
     x3 = torch.randn(400, 3, generator=gen, dtype=torch.float64) * torch.exp(
@@ -294,6 +315,11 @@ def plot_geometry(out_dir: Path) -> Path:
 
 def plot_eps_placement(out_dir: Path) -> Path:
     """Relative difference of x/(rms + eps) from x/sqrt(ms + eps) vs rms, measured in fp32 and exact."""
+    import numpy as np
+    import torch
+
+    import nanolm_core
+    from properties.gallery.eps_outside_sqrt import RMSNorm as EpsOutside
 
     eps, D = 1e-6, 64
     scales = np.logspace(-6, 2, 65)
@@ -341,6 +367,12 @@ def plot_eps_placement(out_dir: Path) -> Path:
 
 def plot_silu_cancellation(out_dir: Path) -> Path:
     """bf16 relative error of silu(z) computed as z·σ(z) (torch) vs z·(1 − σ(−z)) (gallery), z in [−12, 4]."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    from properties.gallery.silu_cancellation import silu_by_complement
+    from properties.numerics import ulp
 
     z = torch.linspace(-12, 4, 2001, dtype=torch.float64).to(torch.bfloat16).unique()
     exact = (z.double() * torch.sigmoid(z.double())).numpy()
@@ -371,7 +403,13 @@ def plot_add_norm_orders(out_dir: Path) -> Path:
 
     Rows: a stream r ~ N(0.5, 1) and a branch x of std 2^-5 (a late layer's small update), γ ~ 1 + 0.1·N(0, 1).
     """
+    import numpy as np
+    import torch
+
+    import golden
+    import nanolm_core
     from properties.gallery.add_norm_half_sum_of_squares import AddRMSNorm as HalfSumOfSquares
+    from properties.numerics import bounds, ulp
 
     gen = torch.Generator().manual_seed(0)
     dims = [16, 64, 256, 1024, 4096, 16384]

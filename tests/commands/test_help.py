@@ -93,3 +93,28 @@ def test_help_texts_are_never_cut_mid_word(capsys):
     for name, func in PLOTS.items():
         summary = " ".join((func.__doc__ or "").split("\n\n")[0].split())
         assert f"{name}: {summary}" in text
+
+
+HEAVY = ("torch", "hypothesis", "numpy", "golden.engine", "properties.library", "matplotlib", "jinja2")
+
+
+def test_building_the_parser_imports_nothing_heavy():
+    """--help and --version print before torch, Hypothesis, numpy, the law library or golden's engine is imported
+    (bench/cli_start.py times it); checked in a fresh interpreter, where nothing is imported yet."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom properties.entry import cli\ncli.build_parser()\n"
+        f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "", f"building the parser imported {proc.stdout.strip()}"
+
+
+def test_the_light_names_in_the_help_are_the_law_library_s():
+    from golden.formats import NAMES
+    from properties.commands.helptext import COMPONENT_NAMES, DTYPE_NAMES
+    from properties.library.subject import COMPONENTS
+
+    assert (COMPONENT_NAMES, DTYPE_NAMES) == (tuple(COMPONENTS), tuple(NAMES))

@@ -1,7 +1,6 @@
 """The terminal: every line a command prints, at most 80 columns (commands to copy excepted), from the results model.
 
-``wrap`` is the one text-wrapping helper (``textwrap`` underneath): each line at its own indentation, a hanging
-indent on continuations, commands to copy left whole, never a word broken at a hyphen. On top of it: ``check``'s
+``wrap`` (render/wrapping.py) is the one text-wrapping helper; on top of it: ``check``'s
 table (law × dtype cells: the status and the *headroom*, max |error| ÷ derived bound, ≤ 1 passes), its legend, the
 progress line, a failure's block, and the student's view of a pitfall.
 """
@@ -18,6 +17,7 @@ from typing import Any, TextIO
 
 from golden.formats import NAMES, fmt
 from properties import __version__
+from properties.commands.render.wrapping import WIDTH, wrap
 from properties.commands.results import (
     MARKS,
     Demo,
@@ -52,8 +52,6 @@ __all__ = [
     "wrap",
 ]
 
-WIDTH = 80  # every line of the table, the legend and --list fits a terminal of 80 columns
-KEEP = ("reproduce:", "replay:")  # lines that are commands to copy: never broken
 
 LEGEND = """\
 headroom      max |error| ÷ derived bound over all examples: ≤ 1 passes
@@ -65,40 +63,6 @@ cells: ok|FAIL headroom; CRASH|CONTRACT|TIMEOUT (cause of a failure);
   · law not defined for the dtype. Max ULP per law: the JSON report."""
 
 _CELL = 8
-
-
-def wrap(
-    text: str, width: int = WIDTH, *, hang: str = "  ", keep: tuple[str, ...] = KEEP, reflow: bool = False
-) -> list[str]:
-    """``text`` in lines of at most ``width`` columns: each line wrapped at its own indentation, continuations
-    indented by ``hang`` more; lines starting with ``keep`` (commands) left whole. ``reflow``: consecutive lines of
-    a paragraph are joined first (a docstring); lines indented by 4 or more (formulas) are never joined."""
-    lines = text.splitlines()
-    if reflow:
-        lines = _paragraphs(lines)
-    out = []
-    for line in lines:
-        body = line.strip()
-        lead = line[: len(line) - len(line.lstrip())]
-        if not body or body.startswith(keep):
-            out.append(line.rstrip())
-            continue
-        out += textwrap.wrap(
-            body, width, initial_indent=lead, subsequent_indent=lead + hang, break_on_hyphens=False
-        ) or [lead]
-    return out
-
-
-def _paragraphs(lines: list[str]) -> list[str]:
-    """Join each paragraph's lines into one; blank lines and lines indented by 4 or more stay as they are."""
-    out: list[str] = []
-    for line in lines:
-        verbatim = line.startswith("    ") or not line.strip()
-        if not verbatim and out and out[-1].strip() and not out[-1].startswith("    "):
-            out[-1] = f"{out[-1]} {line.strip()}"
-        else:
-            out.append(line.rstrip() if verbatim else line.strip())
-    return out
 
 
 def shell_lines(command: str, width: int = WIDTH, indent: str = "    ") -> list[str]:
