@@ -49,6 +49,7 @@ examples:
   nanolm-verify check mypkg.norms --profile ci --json out/report.json
   nanolm-verify check hf-llama --only RMSNorm --dtype bf16
   nanolm-verify check --list                    the laws, and exit
+  nanolm-verify check --list --json -           the laws and adapter ids as JSON
 
 adapter ids (IMPL):
 {adapters_text()}
@@ -70,7 +71,11 @@ def register(subparsers: Any) -> None:
         help="module, .py path or adapter id (default: $NANOLM_IMPL, else nanolm_core)",
     )  # fmt: skip
     what = arguments.add_selection(p)
-    what.add_argument("--list", action="store_true", help="list the laws (id, dtypes, statement) and exit")
+    what.add_argument(
+        "--list", action="store_true",
+        help="list the laws (id, dtypes, statement) and exit; with --json PATH (- for standard output): the laws "
+        "and the adapter ids as JSON",
+    )  # fmt: skip
     out = p.add_argument_group("output", "example: --json out/r.json (failures: out/r-counterexamples/*.pt)")
     arguments.add(out, "json_path")
     out.add_argument(
@@ -101,10 +106,20 @@ def main(args: argparse.Namespace) -> int:
 
     if args.list:
         try:
-            print(text.law_list(select_laws(args.only)))
+            laws = select_laws(args.only)
+            listing = arguments.output_file(args.json_path, "--json") if args.json_path not in (None, "-") else None
         except UsageError as exc:
             return _usage(exc)
+        if args.json_path is None:
+            print(text.law_list(laws))
+            return 0
+        from properties.commands.render import json
+
+        doc = json.law_list(laws)
+        print(json.dumps(doc)) if listing is None else print(f"wrote {json.write(doc, listing)}")
         return 0
+    if args.json_path == "-":
+        return _usage(UsageError("--json -: standard output holds the table; give a file (stdout only with --list)"))
     try:  # every argument, before any work
         spec = arguments.implementation(args.impl)
         selection = arguments.selection(args)

@@ -129,10 +129,33 @@ def compare_from_json(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+LIST_SCHEMA = "nanolm-verify/law-list/1"
+
+
+def law_list(laws: Any) -> dict[str, Any]:
+    """``check --list --json``: the laws (id, component, dtypes, statement) and the adapter ids with their modules
+    (the entry points ``nanolm_verify.adapters``, a library's own included)."""
+    from golden.formats import fmt
+    from properties.running.loading import adapters
+
+    return {
+        "schema": LIST_SCHEMA,
+        "laws": [
+            {"id": w.id, "component": w.component, "dtypes": [fmt(d).name for d in w.dtypes], "statement": w.doc}
+            for w in laws
+        ],
+        "adapters": adapters(),
+    }
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    """``doc`` as indented UTF-8 JSON text (what ``write`` writes)."""
+    return json.dumps(json.loads(json.dumps(doc, default=str)), indent=1, ensure_ascii=False)
+
+
 def write(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     """``doc`` as indented UTF-8 JSON at ``path`` (its folder created)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(json.loads(json.dumps(doc, default=str)), indent=1, ensure_ascii=False)
-    path.write_text(text + "\n", encoding="utf-8")
+    path.write_text(dumps(doc) + "\n", encoding="utf-8")
     return path
