@@ -184,16 +184,18 @@ def execute(
     )  # fmt: skip
     print(footer) if footer else None
     print("\n" + text.summary_line(results, run.duration))
-    if json_path:
-        print(f"report: {json.write(json.check_report(run, info, threads=options.threads), json_path)}")
     if run.interrupted:
-        return 128 + run.interrupted
-    if not results:
+        status = 128 + run.interrupted
+    elif not results:
         print("nothing was checked: no law ran (see the selection above)", file=sys.stderr)
-        return 1
-    status = exit_status(results)
-    if baseline_path:
-        status = max(status, _apply_baseline(results, Path(baseline_path), info, selection))
+        status = 1
+    else:
+        status = exit_status(results)
+        if baseline_path:
+            status = max(status, _apply_baseline(results, Path(baseline_path), info, selection))
+    if json_path:  # last: the report records the exit status
+        report = json.check_report(run, info, exit_status=status, threads=options.threads)
+        print(f"report: {json.write(report, json_path)}")
     return status
 
 

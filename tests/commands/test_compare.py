@@ -104,7 +104,7 @@ def test_markdown_and_html_put_implementations_in_columns_with_headroom_cells(re
     assert '<td class="c p0" title="passed; headroom 0.25; max 0.5 ULP">0.25</td>' in body
     assert '<td class="c p1"' in body and "<th>hf-llama</th>" in body
     data = json.loads(written.read_text())
-    assert data["schema"] == "nanolm-verify/compare-report/2" and len(data["results"]["torch"]) == 2
+    assert data["schema"] == "nanolm-verify/compare-report/3" and len(data["results"]["torch"]) == 2
 
 
 def test_failures_are_red_and_listed_with_their_messages(tmp_path):
