@@ -75,6 +75,7 @@ def main(args: argparse.Namespace) -> int:
         league.parent.mkdir(parents=True, exist_ok=True)
         league.write_text(markdown.league(report, command), encoding="utf-8")
         paths.append(league)
+    print("\n".join(text.compare_verdicts(report, colours=text.wants_colour(sys.stdout))))
     for line in results.highlights(report["cells"]):
         print("\n".join(text.wrap(line)))
     if run.interrupted:

@@ -7,6 +7,7 @@ progress line, a failure's block, and the student's view of a pitfall.
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import sys
@@ -24,6 +25,7 @@ from properties.commands.results import (
     counts,
     examples_needed,
     headroom_text,
+    impl_verdicts,
     mark,
 )
 from properties.library.assertions import plural, relayout
@@ -40,6 +42,8 @@ __all__ = [
     "cell_text",
     "check_footer",
     "check_header",
+    "colour",
+    "compare_verdicts",
     "explain",
     "failure_text",
     "format_table",
@@ -49,6 +53,7 @@ __all__ = [
     "pitfall_summary",
     "shell_lines",
     "summary_line",
+    "wants_colour",
     "wrap",
 ]
 
@@ -189,6 +194,52 @@ def summary_line(results: Sequence[LawResult], seconds: float) -> str:
         f"{n['passed']} passed, {n['failed']} failed, {n['skipped']} skipped, {n['error']} errors{expected} — "
         f"{len(results)} results in {seconds:.1f} s"
     )
+
+
+# The HTML report's cell classes (results.Verdict.css, templates/compare.html) as terminal colours: the same class,
+# the same meaning (green passed with room, or on a law that attains its bound; yellow-green < 0.9 of the bound;
+# amber ≥ 0.9; red failed; white on red a suite error; magenta an expected failure; dim skipped).
+ANSI = {
+    "ok": "32", "pb": "32", "p0": "32", "p1": "92", "p2": "33", "f": "1;31", "er": "1;97;41", "xf": "35",
+    "xp": "1;33", "sk": "2", "na": "2", "none": "2",
+}  # fmt: skip
+
+
+def colour(text: str, css: str, on: bool) -> str:
+    """``text`` in the terminal colour of the HTML class ``css`` (``on``: the stream is a terminal, NO_COLOR unset)."""
+    return f"\x1b[{ANSI[css]}m{text}\x1b[0m" if on and css in ANSI else text
+
+
+def wants_colour(stream: TextIO) -> bool:
+    """Colour only on a terminal, and never where $NO_COLOR is set or TERM is dumb (https://no-color.org)."""
+    return (
+        bool(getattr(stream, "isatty", lambda: False)())
+        and not os.environ.get("NO_COLOR")
+        and (os.environ.get("TERM") != "dumb")
+    )
+
+
+def compare_verdicts(report: dict[str, Any], *, colours: bool = False, width: int = WIDTH) -> list[str]:
+    """compare's first lines: one verdict per implementation — PASS / FAIL / ERROR / UNAVAILABLE coloured as its
+    most alarming cell is in the HTML report, the laws passed, and that cell (law, dtype, headroom)."""
+    lines = []
+    multi = len(report["meta"]["devices"]) > 1
+    for v in impl_verdicts(report):
+        detail = f"could not be imported: {v.reason}" if v.word == "UNAVAILABLE" else v.laws_text
+        if v.worst is not None and v.worst[3].headroom is not None:
+            law_id, dtype, device, cell = v.worst
+            where = f"{law_id.split('.', 1)[-1]} {dtype}{' ' + device if multi else ''}"
+            if cell.css == "f":
+                detail += f"; worst: {where}, failed by {headroom_text(cell.headroom, failed=True)}"
+            else:
+                detail += f"; max headroom {headroom_text(cell.headroom)}{'*' if v.attained else ''} ({where})"
+        head = f"{v.word:<4} {v.spec}: "
+        body = wrap(head + detail, width - 1, hang="     ")
+        body[0] = colour(v.word, v.css, colours) + body[0][len(v.word) :]
+        lines += body
+    if any(v.attained for v in impl_verdicts(report)):
+        lines.append("* laws whose bound a correct result reaches by design (near 1) aside")
+    return lines
 
 
 def law_list(laws: Iterable[Law]) -> str:
