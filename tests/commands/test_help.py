@@ -90,8 +90,8 @@ def test_help_texts_are_never_cut_mid_word(capsys):
     with pytest.raises(SystemExit):
         main(["plot", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for name, func in PLOTS.items():
-        summary = " ".join((func.__doc__ or "").split("\n\n")[0].split())
+    for name, plot in PLOTS.items():
+        summary = " ".join((plot.draw.__doc__ or "").split("\n\n")[0].split())
         assert f"{name}: {summary}" in text
 
 
