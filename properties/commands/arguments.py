@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from properties.commands.helptext import COMPONENT_NAMES as COMPONENTS
 from properties.commands.helptext import DTYPE_NAMES as NAMES
+from properties.library import components  # light: names() imports no torch
 from properties.running import profiles
 from properties.running.loading import UsageError, resolve_spec
 
@@ -204,7 +204,8 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     )),
     "only": (("--only",), dict(
         action="append", default=None, metavar="SEL",
-        help=f"components ({', '.join(COMPONENTS)}), law ids or names; repeatable, comma-separated (default: all)",
+        help=f"components ({', '.join(components.names())}), law ids or names; repeatable, comma-separated "
+        "(default: all)",
     )),
     "dtype": (("--dtype",), dict(
         action="append", default=None, metavar="DT", help=f"{','.join(NAMES)}; repeatable (default: all)"

@@ -15,14 +15,12 @@ from typing import Any
 from properties.commands.render.wrapping import wrap
 from properties.running.loading import adapters
 
-__all__ = ["COMPONENT_NAMES", "DTYPE_NAMES", "EXIT", "Formatter", "adapters_text", "apply"]
+__all__ = ["DTYPE_NAMES", "EXIT", "Formatter", "adapters_text", "apply"]
 
 WIDTH = 80
 
-# The names the help texts list, without importing torch to read them (golden.formats.NAMES and the law library's
-# COMPONENTS are the facts; tests/commands/test_help.py checks these equal them).
-# TODO(record): take the component names from properties.library.components.names() once it lands.
-COMPONENT_NAMES = ("RMSNorm", "SwiGLU", "Block", "AddRMSNorm")
+# The dtype names the help texts list, without importing torch to read them (golden.formats.NAMES is the fact: its
+# table holds torch dtypes; tests/commands/test_help.py checks this equals it). Components: components.names().
 DTYPE_NAMES = ("fp64", "fp32", "fp16", "bf16")
 
 EXIT = """\
