@@ -50,7 +50,7 @@ examples:
   nanolm-verify check hf-llama --only RMSNorm --dtype bf16
   nanolm-verify check --list                    the laws, and exit
   nanolm-verify check --list --json -           the laws and adapter ids as JSON
-  nanolm-verify check --list --matrix           component x axis: the laws of each cell
+  nanolm-verify check --list --matrix           the component x axis matrix
 
 adapter ids (IMPL):
 {adapters_text()}
