@@ -252,3 +252,16 @@ def test_the_reproduce_line_names_the_whole_selection():
     assert report["meta"]["command"] == (
         "nanolm-verify compare torch --profile ci --device cpu --only RMSNorm --dtype fp32,bf16 --seed 3"
     )
+
+
+def test_every_cell_class_has_one_meaning_in_the_html_and_the_terminal():
+    """The terminal colours the HTML's classes: each class a verdict can carry has a CSS rule in the template and a
+    terminal colour, and the template's legend names the classes a passing cell can take."""
+    from importlib import resources
+
+    page = resources.files("properties.commands.render").joinpath("templates", "compare.html").read_text("utf-8")
+    css_rules = set(re.findall(r"\.([a-z][a-z0-9]*)[,{]", page.split("</style>")[0]))
+    classes = {m.css for m in results.MARKS.values()} | {"p0", "p1", "p2", "pb", "na", "none"}
+    assert classes - {"none"} <= css_rules and classes <= set(text.ANSI)
+    legend = page.split('class="legend"')[1].split("</p>")[0]
+    assert all(f'class="{c}"' in legend for c in ("p0", "p1", "p2", "pb", "ok", "f", "xf", "sk", "na"))
