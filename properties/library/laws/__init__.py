@@ -2,6 +2,7 @@
 
 from properties.library.laws import (  # noqa: F401
     add_rmsnorm,
+    axes,
     block,
     budget,
     devices,
