@@ -6,8 +6,7 @@ Models", 2024: values up to ~10⁴ in LLaMA2-7B, in fixed channels; Dettmers et 
 features of magnitude up to 60–100× the median from 6.7B parameters on), and their q/k projections reach logits of
 hundreds to thousands — models without QK-norm see attention logits near −10⁵ where a query anti-aligns with every
 key. :func:`massive_inputs` puts such channels into any component's inputs (generic over the records: the same
-channels of every input and every row, each multiplied by 2^e, e ∈ [7, 13], exactly, capped below the dtype's
-overflow); :data:`MAGNITUDE_PINS` are the Block's logits of −10⁵ (−2·10⁴ in fp16, whose range ends at 65504).
+channels of every input and every row set to ±(1 + k/4)·2^e, e ∈ [7, 13], the first at 2^13: exact in every dtype); :data:`MAGNITUDE_PINS` are the Block's logits of −10⁵ (−2·10⁴ in fp16, whose range ends at 65504).
 
 **Call contexts.** :func:`call_contexts` is the list a context law walks in every example: each setting of
 ``contexts.CallContext`` alone, then all of them at once (autocast only for fp32 inputs: CPU autocast casts fp32 to
@@ -22,7 +21,6 @@ import math
 import torch
 from hypothesis import strategies as st
 
-from golden.formats import fmt
 from properties.library import strategies as S
 from properties.library.contexts import PLAIN, CallContext
 
@@ -37,7 +35,7 @@ __all__ = [
     "massive_logits",
 ]
 
-MASSIVE_EXPONENTS = (7, 13)  # the massive channels are 2^7 … 2^13 (128 … 8192) times the drawn values
+MASSIVE_EXPONENTS = (7, 13)  # the massive channels hold ±(1 + k/4)·2^e: 128 … 14336
 SEVERAL_THREADS = 3  # more than one intra-op thread, and an odd count: a work split by thread count has a remainder
 
 
@@ -59,37 +57,37 @@ def call_contexts(dtype: torch.dtype) -> tuple[CallContext, ...]:
 
 @dataclasses.dataclass(frozen=True)
 class Massive:
-    """Which channels are massive and by how much (2^exponent), for messages."""
+    """Which channels are massive and their magnitudes (for messages)."""
 
     channels: tuple[int, ...]
-    exponent: int
+    magnitudes: tuple[float, ...]
 
     def describe(self) -> dict[str, object]:
-        return {"massive channels": list(self.channels), "massive factor": f"2^{self.exponent}"}
+        return {"massive channels": list(self.channels), "massive magnitudes": list(self.magnitudes)}
 
 
-def _massive(t: torch.Tensor, channels: tuple[int, ...], exponent: int) -> torch.Tensor:
-    """t with its ``channels`` (last dim) multiplied by 2^k, k ≤ exponent the largest that keeps every value ≤ ¼ of
-    the dtype's largest finite value (a power of two: exact)."""
+def _massive(t: torch.Tensor, channels: tuple[int, ...], magnitudes: tuple[float, ...]) -> torch.Tensor:
+    """t with each of its ``channels`` (last dim) set to ±magnitude (the drawn value's sign; + for a zero), in every
+    row: massive activations sit in fixed channels at nearly the same value in every token."""
     out = t.detach().clone()
-    cols = out[..., list(channels)]
-    peak = float(cols.abs().max()) if cols.numel() else 0.0
-    k = exponent
-    if peak > 0:
-        k = min(exponent, math.floor(math.log2(fmt(t.dtype).max / 4 / peak)))
-    out[..., list(channels)] = cols * 2.0**k
+    for c, m in zip(channels, magnitudes, strict=True):
+        sign = torch.where(out[..., c] < 0, -1.0, 1.0).to(out.dtype)
+        out[..., c] = sign * m
     return out
 
 
 @st.composite
 def massive_inputs(draw: st.DrawFn, inputs: tuple[torch.Tensor, ...]) -> tuple[tuple[torch.Tensor, ...], Massive]:
-    """The same values with 1–3 channels (the same in every input and row) made massive: ×2^e, e ∈ MASSIVE_EXPONENTS
-    (capped below overflow). Returns the new inputs and what was done."""
+    """The same inputs with 1–3 channels (the same in every input and row) massive: the first at the largest
+    magnitude real models reach, (1 + k/4)·2^13, the others (1 + k/4)·2^e, e ∈ MASSIVE_EXPONENTS (exact in every
+    dtype, below fp16's overflow). Returns the new inputs and what was done."""
     D = inputs[0].shape[-1]
     n = draw(st.integers(1, min(3, D)), label="massive channel count")
-    channels = tuple(sorted(draw(st.sets(st.integers(0, D - 1), min_size=n, max_size=n), label="massive channels")))
-    exponent = draw(st.integers(*MASSIVE_EXPONENTS), label="massive exponent")
-    return tuple(_massive(t, channels, exponent) for t in inputs), Massive(channels, exponent)
+    channels = tuple(draw(st.lists(st.integers(0, D - 1), min_size=n, max_size=n, unique=True), label="channels"))
+    lo, hi = MASSIVE_EXPONENTS
+    exponents = [hi, *(draw(st.integers(lo, hi), label="massive exponent") for _ in channels[1:])]
+    magnitudes = tuple((1 + draw(st.integers(0, 3), label="massive mantissa") / 4) * 2.0**e for e in exponents)
+    return tuple(_massive(t, channels, magnitudes) for t in inputs), Massive(channels, magnitudes)
 
 
 # ---------------------------------------------------------------------------------------------- the Block's logits

@@ -21,11 +21,12 @@ calling it); where a family cannot apply, :func:`not_applicable` says why (the m
                       others unused (cotangent None), matches the golden VJP with zero cotangents there
     storage reuse     a second call whose inputs live in the memory the first call's inputs were freed from (new
                       tensor objects, the same data_ptr) matches golden for its own values
-    magnitudes        inputs with massive channels (×2^7 … 2^13, ``regimes.massive_inputs``): outputs, and the
-                      gradients where a golden VJP exists, match golden within the bounds
+    magnitudes        inputs with massive channels (±2^7 … 2^13 in fixed channels: ``regimes.massive_inputs``):
+                      outputs, and the gradients where a golden VJP exists, match golden within the bounds
     lifecycle moves   copy.deepcopy, a pickle round trip, the state_dict's names and values and its load into
-                      another instance, ``.to(fp64).to(dtype)``, ``to_empty`` (its uninitialised memory NaN, as a meta-device
-                      build leaves it) + ``reset_parameters()`` where defined + load_state_dict: each matches golden
+                      another instance, ``.to(fp64).to(dtype)``, ``to_empty`` (its uninitialised memory NaN, as a
+                      meta-device build leaves it) + ``reset_parameters()`` where defined + load_state_dict: each
+                      matches golden
 """
 
 from __future__ import annotations
@@ -387,8 +388,9 @@ def _magnitudes(record: Component) -> Callable[..., Any]:
             assert_matches_golden(g, gold, b, what=f"∂/∂{name} with massive channels", record=False)
 
     body.__doc__ = (
-        f"{record.name} on inputs with massive channels (1–3 channels of every row ×2^7 … 2^13, as trained LLMs' "
-        "residual streams carry) matches golden within its bound — and so do its gradients where a golden VJP exists."
+        f"{record.name} on inputs with massive channels (1–3 fixed channels of every row at ±2^7 … 2^13, as trained "
+        "LLMs' residual streams carry) matches golden within its bound — and so do its gradients where a golden VJP "
+        "exists."
     )
     return body
 
@@ -426,7 +428,13 @@ def _lifecycle(record: Component) -> Callable[..., Any]:
 
         module = record.build(impl, case, dtype, device)
         check(module, "as built")
-        check(ops.step("copy.deepcopy(module)", lambda: copy.deepcopy(module)), "of a copy.deepcopy")
+        twin = ops.step("copy.deepcopy(module)", lambda: copy.deepcopy(module))
+        check(twin, "of a copy.deepcopy")
+        other = _perturbed(case.params)  # the copy is a module of its own: new weights in it leave the original be
+        harness.reload(twin, other, dtype, device, record.name)
+        _judge(record, record.call(twin, inputs), case.with_params(other), dtype, "of the copy after loading new "
+               "weights into it", record_ulps=False)  # fmt: skip
+        check(module, "of the original after new weights were loaded into its copy")
         try:  # a module need not pickle (torch recommends state_dict; a class defined in a function cannot) …
             saved = pickle.dumps(module)
         except (pickle.PicklingError, AttributeError, TypeError) as exc:
@@ -438,9 +446,9 @@ def _lifecycle(record: Component) -> Callable[..., Any]:
             fail(f"{record.name}.state_dict() has keys {sorted(state)}, not the contract's {sorted(record.params)}")
         for name in record.params:
             assert_bitwise_equal(state[name], case.params[name], what=f"state_dict()[{name!r}]", why="as loaded")
-        other = record.build(impl, case, dtype, device, params=_perturbed(case.params))
-        ops.step("load_state_dict(another instance's state_dict())", lambda: other.load_state_dict(state, strict=True))
-        check(other, "after loading another instance's state_dict()")
+        fresh = record.build(impl, case, dtype, device, params=other)
+        ops.step("load_state_dict(another instance's state_dict())", lambda: fresh.load_state_dict(state, strict=True))
+        check(fresh, "after loading another instance's state_dict()")
         moved = ops.step(f".to(torch.float64).to({dtype})", lambda: module.to(torch.float64).to(dtype))
         check(moved, f"after .to(torch.float64).to({dtype})")
         empty = record.build(impl, case, dtype, device, params=_perturbed(case.params))
@@ -451,7 +459,8 @@ def _lifecycle(record: Component) -> Callable[..., Any]:
         check(empty, "after to_empty (memory left uninitialised: NaN here), reset_parameters(), load_state_dict")
 
     body.__doc__ = (
-        f"{record.name} matches golden after each move of its life: copy.deepcopy, a pickle round trip (where it "
+        f"{record.name} matches golden after each move of its life: copy.deepcopy (new weights loaded into the copy "
+        "change the copy alone), a pickle round trip (where it "
         "pickles at all), its "
         "state_dict (the contract's names, the loaded values) loaded into another instance, .to(float64).to(dtype), "
         "and to_empty (its uninitialised memory NaN) followed by reset_parameters() and load_state_dict."
