@@ -1,12 +1,12 @@
 """Value regimes of the generic axes: the magnitudes real models reach, and the call contexts laws walk.
 
 **Massive activations.** Trained LLMs carry a few feature channels whose activations are hundreds to thousands of
-times the rest, in every token and every layer's residual stream (Sun et al., "Massive Activations in Large Language
-Models", 2024: values up to ~10⁴ in LLaMA2-7B, in fixed channels; Dettmers et al., LLM.int8(), 2022: outlier
-features of magnitude up to 60–100× the median from 6.7B parameters on), and their q/k projections reach logits of
-hundreds to thousands — models without QK-norm see attention logits near −10⁵ where a query anti-aligns with every
-key. :func:`massive_inputs` puts such channels into any component's inputs (generic over the records: the same
-channels of every input and every row set to ±(1 + k/4)·2^e, e ∈ [7, 13], the first at 2^13: exact in every dtype); :data:`MAGNITUDE_PINS` are the Block's logits of −10⁵ (−2·10⁴ in fp16, whose range ends at 65504).
+times the rest, in fixed channels of every token's residual stream (Sun et al., "Massive Activations in Large
+Language Models", 2024; the outlier features of Dettmers et al., LLM.int8(), 2022), and q/k projections large enough
+that models without QK-norm see attention logits near −10⁵ where a query anti-aligns with every key.
+:func:`massive_inputs` puts such channels into any component's inputs (generic over the records: the same channels
+of every input and every row set to ±(1 + k/4)·2^e, e ∈ [7, 13], the first at 2^13: exact in every dtype);
+:data:`MAGNITUDE_PINS` are the Block's logits of −10⁵ (−2·10⁴ in fp16, whose range ends at 65504).
 
 **Call contexts.** :func:`call_contexts` is the list a context law walks in every example: each setting of
 ``contexts.CallContext`` alone, then all of them at once (autocast only for fp32 inputs: CPU autocast casts fp32 to
