@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -122,9 +123,10 @@ def applied(ctx: CallContext, device_type: str = "cpu") -> Iterator[None]:
     names = {"deterministic algorithms": ctx.deterministic, "torch threads": ctx.threads}
     wanted = {s.name: (s, v) for s in state.SETTINGS if (v := names.get(s.name)) is not None}
     before = {name: s.get() for name, (s, _) in wanted.items()}
+    setters = {name: _SETTERS.get(name, s.set) for name, (s, _) in wanted.items()}
     with contextlib.ExitStack() as stack:
-        for s, value in wanted.values():
-            s.set(value)
+        for name, (_, value) in wanted.items():
+            setters[name](value)
         set_to = {name: s.get() for name, (s, _) in wanted.items()}
         if ctx.autocast is not None:
             stack.enter_context(torch.autocast(device_type, dtype=ctx.autocast_dtype))
@@ -137,4 +139,18 @@ def applied(ctx: CallContext, device_type: str = "cpu") -> Iterator[None]:
         finally:
             for name, (s, _) in wanted.items():
                 if s.get() == set_to[name]:  # not changed by the subject: ours to put back
-                    s.set(before[name])
+                    setters[name](before[name])
+
+
+def _deterministic(mode: bool) -> None:
+    """``torch.use_deterministic_algorithms(mode)`` — whose first call imports torch._inductor's config (~840 modules,
+    seconds) to mirror the flag there — without that import where nothing has imported inductor (no compiled kernel
+    can read its copy of the flag then); the flag kernels read, ``torch.are_deterministic_algorithms_enabled()``, is
+    set either way."""
+    if "torch._inductor.config" in sys.modules:
+        torch.use_deterministic_algorithms(mode)
+    else:
+        torch._C._set_deterministic_algorithms(mode)
+
+
+_SETTERS = {"deterministic algorithms": _deterministic}

@@ -65,8 +65,8 @@ Data = st.DataObject
 GRADGRAD_STEP, GRADGRAD_ATOL = 1e-6, 1e-5  # gradcheck's own (harness.GRADCHECK_*): fp64 finite differences
 # What torch's autograd raises for one of its own operators that has no double-backward formula (derivatives.yaml:
 # SDPA's fused CPU kernels, for one): a documented gap of torch, as loud as NotImplementedError — skipped with it.
-# (A subject's autograd Function marked @once_differentiable raises another message: a crash; one whose backward
-# is silently not differentiable fails the check itself.)
+# (A subject's autograd Function whose backward is not differentiable — computed under no_grad, from detached
+# tensors, or marked @once_differentiable — fails the check itself: zero analytical second derivatives.)
 _NO_FORMULA = re.compile(r"derivative for aten::\w+ is not implemented")
 
 
@@ -97,10 +97,25 @@ def _on(case: Case, device: str) -> tuple[torch.Tensor, ...]:
     return tuple(t.to(device) for t in case.inputs)
 
 
-def _judge(record: Component, outs: tuple, case: Case, dtype: DType, when: str, *, record_ulps: bool = True) -> None:
-    """Every output within its bound (in ``dtype``) of its golden value."""
+def _judge(
+    record: Component,
+    outs: tuple,
+    case: Case,
+    dtype: DType,
+    when: str,
+    *,
+    record_ulps: bool = True,
+    memo: dict[Any, Any] | None = None,
+) -> None:
+    """Every output within its bound (in ``dtype``) of its golden value (``memo``: golden values and bounds kept
+    across the calls of one case)."""
     __tracebackhide__ = True
-    golds, bnds = record.golden(case), record.bounds(case, dtype, random_weights=True)
+    memo = {} if memo is None else memo
+    if "golden" not in memo:
+        memo["golden"] = record.golden(case)
+    if dtype not in memo:
+        memo[dtype] = record.bounds(case, dtype, random_weights=True)
+    golds, bnds = memo["golden"], memo[dtype]
     for name, out, gold, b in zip(record.outputs, outs, golds, bnds, strict=True):
         assert_matches_golden(out.detach(), gold, b, what=f"{name} {when}".strip(), record=record_ulps)
 
@@ -148,7 +163,7 @@ def _contexts(record: Component) -> Callable[..., Any]:
         case = _as(case, dtype) if wide else case
         harness.note(case)
         module = record.build(impl, case, dtype, device)
-        inputs = _on(case, device)
+        inputs, memo = _on(case, device), {}
         for ctx in regimes.call_contexts(dtype):
             describe(call_context=str(ctx))
             when = f"under {ctx}"
@@ -158,7 +173,7 @@ def _contexts(record: Component) -> Callable[..., Any]:
             if ctx.autocast is not None:  # an op autocast lists may run in its dtype: judged at that precision
                 judged = ctx.autocast_dtype
                 _outputs_shaped(record, outs, inputs[0], (dtype, judged), when)
-            _judge(record, outs, case, judged, when, record_ulps=ctx == contexts.PLAIN)
+            _judge(record, outs, case, judged, when, record_ulps=ctx == contexts.PLAIN, memo=memo)
             if ctx.deterministic:
                 with contexts.within(ctx):
                     again = record.call(module, inputs, grad=ctx.grad == "enabled", check=False)
@@ -421,10 +436,10 @@ def _lifecycle(record: Component) -> Callable[..., Any]:
     def body(impl: Any, dtype: DType, device: str, data: Data) -> None:
         case = data.draw(record.cases(dtype, max_dim=32), label="case")
         harness.note(case)
-        ops, inputs = harness.Ops(record.name), _on(case, device)
+        ops, inputs, memo = harness.Ops(record.name), _on(case, device), {}
 
         def check(module: torch.nn.Module, when: str) -> None:
-            _judge(record, record.call(module, inputs), case, dtype, when, record_ulps=False)
+            _judge(record, record.call(module, inputs), case, dtype, when, record_ulps=False, memo=memo)
 
         module = record.build(impl, case, dtype, device)
         check(module, "as built")
