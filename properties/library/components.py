@@ -89,12 +89,24 @@ class Component:
     grad_names: Mapping[str, str] = dataclasses.field(default_factory=dict)  # contract name -> drop-in grads name
     not_applicable: Mapping[str, str] = dataclasses.field(default_factory=dict)  # family -> why it does not apply
     slug: str = ""  # its name in law ids and drop-ins ("add_rmsnorm"); empty: :func:`snake` of the name
+    of_native: Callable[[Any], Case] | None = None  # the component's own case (a pinned example's) -> Case
+    cheap: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # native draw options of a family that
+    # calls the module a dozen times per example (the layout family): sizes that keep it within its cost
+    wide: Callable[[Any], Any] | None = None  # (dtype) -> a native case of wide rows, pinned by the families
 
     # ------------------------------------------------------------------------------------ generic access
     def cases(self, dtype: Any, *, min_rows: int = 1, max_dim: int | None = None, **native: Any) -> Any:
         """A Hypothesis strategy of Cases in ``dtype``: at least ``min_rows`` rows (tokens) of inputs, feature
         width ≤ ``max_dim`` where given; ``native``: the component's own strategy options."""
         return self.draw(dtype, min_rows=min_rows, max_dim=max_dim, **native)
+
+    def as_case(self, drawn: Any) -> Case:
+        """``drawn`` as a Case: a Case as it is, a native case (what a pinned example builds) through ``of_native``."""
+        if isinstance(drawn, Case):
+            return drawn
+        if self.of_native is None:
+            raise TypeError(f"{self.name}: a {type(drawn).__name__} is not a Case and the record reads no native case")
+        return self.of_native(drawn)
 
     def case(self, inputs: tuple[Any, ...], params: Mapping[str, Any], native: Any = None, **options: Any) -> Case:
         """A Case from inputs, params (contract names) and the constructor's options (eps, config …)."""
@@ -273,19 +285,27 @@ def _norm_options(params: Mapping[str, Any], options: Mapping[str, Any]) -> tupl
     return (params["weight"].shape[-1],), {"eps": float(options.get("eps", 1e-6))}
 
 
+def _strategies() -> Any:
+    from properties.library import strategies
+
+    return strategies
+
+
 def _eps(case: Case) -> float:
     return float(case.kwargs["eps"])
 
 
 # ---------------------------------------------------------------------------------------------- RMSNorm
+def _rmsnorm_of(c: Any) -> Case:
+    return Case("RMSNorm", (c.weight.shape[-1],), {"eps": c.eps}, {"weight": c.weight}, (c.x,), c)
+
+
 def _rmsnorm_draw(dtype: Any, *, min_rows: int, max_dim: int | None, **native: Any) -> Any:
     from hypothesis import strategies as st
 
     from properties.library import strategies as S
 
-    def of(c: Any) -> Case:
-        return Case("RMSNorm", (c.weight.shape[-1],), {"eps": c.eps}, {"weight": c.weight}, (c.x,), c)
-
+    of = _rmsnorm_of
     if min_rows <= 1:
         return S.rmsnorm_cases(dtype, max_dim=max_dim, **native).map(of)
 
@@ -343,6 +363,8 @@ register(
         defaults={"eps": 1e-6},
         gains=("weight",),
         from_terms=lambda t: ({"weight": t["weight"]}, {"eps": t["eps"]}),
+        of_native=_rmsnorm_of,
+        wide=lambda dtype: _strategies().RMSNORM_PINS["wide rows, D=512"].build(dtype),
     )
 )
 
@@ -351,13 +373,15 @@ register(
 _SWIGLU_PARAMS = ("w_gate.weight", "w_up.weight", "w_down.weight")
 
 
+def _swiglu_of(c: Any) -> Case:
+    F, D = c.w_gate.shape
+    return Case("SwiGLU", (D, F), {}, dict(c.params), (c.x,), c)
+
+
 def _swiglu_draw(dtype: Any, *, min_rows: int, max_dim: int | None, **native: Any) -> Any:
     from properties.library import strategies as S
 
-    def of(c: Any) -> Case:
-        F, D = c.w_gate.shape
-        return Case("SwiGLU", (D, F), {}, dict(c.params), (c.x,), c)
-
+    of = _swiglu_of
     opts = {"max_dim": max_dim} if max_dim is not None else {}
     return S.swiglu_cases(dtype, min_rows=max(1, min_rows), **opts, **native).map(of)
 
@@ -417,6 +441,8 @@ register(
         from_terms=lambda t: ({f"{n}.weight": t[n] for n in ("w_gate", "w_up", "w_down")}, {}),
         grad_names={f"{n}.weight": n for n in ("w_gate", "w_up", "w_down")},
         slug="swiglu",
+        of_native=_swiglu_of,
+        cheap={"max_dim": 128},
     )
 )
 
@@ -446,11 +472,14 @@ def _block_draw(dtype: Any, *, min_rows: int, max_dim: int | None, **native: Any
             x = torch.cat([x, x.flip(-1)], dim=1)[:, : c.config.max_seq_len]
             if x.shape[1] == c.config.max_seq_len:
                 break
-        c = c._replace(x=x)
-        return Case("Block", (c.config,), {}, dict(c.params), (x,), c)
+        return _block_of(c._replace(x=x))
 
     opts = {"max_dim": max_dim} if max_dim is not None else {}
     return S.block_cases(dtype, **opts, **native).map(of)
+
+
+def _block_of(c: Any) -> Case:
+    return Case("Block", (c.config,), {}, dict(c.params), (c.x,), c)
 
 
 def _config(case: Case) -> Any:
@@ -522,19 +551,23 @@ register(
         terms=("x", "params", "config"),
         gains=("attn_norm.weight", "ffn_norm.weight"),
         from_terms=_block_terms,
+        of_native=_block_of,
+        cheap={"max_dim": 32, "max_tokens": 4},
     )
 )
 
 
 # ---------------------------------------------------------------------------------------------- AddRMSNorm
+def _add_of(c: Any) -> Case:
+    return Case("AddRMSNorm", (c.weight.shape[-1],), {"eps": c.eps}, {"weight": c.weight}, (c.x, c.residual), c)
+
+
 def _add_draw(dtype: Any, *, min_rows: int, max_dim: int | None, **native: Any) -> Any:
     from hypothesis import strategies as st
 
     from properties.library import strategies as S
 
-    def of(c: Any) -> Case:
-        return Case("AddRMSNorm", (c.weight.shape[-1],), {"eps": c.eps}, {"weight": c.weight}, (c.x, c.residual), c)
-
+    of = _add_of
     if min_rows <= 1:
         return S.add_rmsnorm_cases(dtype, max_dim=max_dim, **native).map(of)
 
@@ -594,6 +627,8 @@ register(
         defaults={"eps": 1e-6},
         gains=("weight",),
         from_terms=lambda t: ({"weight": t["weight"]}, {"eps": t["eps"]}),
+        of_native=_add_of,
+        wide=lambda dtype: _strategies().ADD_RMSNORM_PINS["wide rows, D=1024"].build(dtype),
         not_applicable={
             "diagnosis": "a recorded AddRMSNorm call has two inputs and two outputs; the diagnosis re-evaluates "
             "calls of one input and one output (the failure's own message stands without a diagnosis line)",
