@@ -16,7 +16,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from properties.library import components, contexts, harness, regimes, state
+from properties.library import components, contexts, families, harness, regimes, state
 from properties.library.context import ContractFailure, LawFailure, NotApplicable, SubjectCrash
 from properties.library.laws import axes
 from properties.library.table import LAWS
@@ -154,18 +154,30 @@ def test_every_record_gets_every_family_or_a_written_reason():
 
 
 def test_a_throwaway_component_gets_every_family_by_its_record():
-    rec = dataclasses.replace(components.record("AddRMSNorm"), name="ThrowawayAddNorm")
-    if hasattr(rec, "slug"):
-        rec = dataclasses.replace(rec, slug="throwaway_add_norm")
+    rec = dataclasses.replace(components.record("AddRMSNorm"), name="ThrowawayAddNorm", slug="throwaway_add_norm")
     components.register(rec)
     try:
-        ids = axes.register(rec)
-        assert len(ids) == len(axes.AXES) and all(i.startswith("ThrowawayAddNorm.") for i in ids)
+        got = families.apply(rec)
+        ids = [i for a in axes.AXES for i in got[a.name]]
+        assert ids == [axes.law_id(rec, a) for a in axes.AXES]
         assert all(i in LAWS and LAWS[i].component == "ThrowawayAddNorm" for i in ids)
     finally:
         components.unregister("ThrowawayAddNorm")
-        for i in [i for i in LAWS if i.startswith("ThrowawayAddNorm.")]:
-            del LAWS[i]
+        families.forget("ThrowawayAddNorm")
+    assert not [i for i in LAWS if i.startswith("ThrowawayAddNorm.")]
+
+
+def test_a_family_that_cannot_apply_gives_its_reason_and_no_law():
+    rec = dataclasses.replace(components.record("SwiGLU"), name="ThrowawayFFN", slug="throwaway_ffn")
+    components.register(rec)
+    try:
+        got = families.apply(rec)
+        assert got["mixed dtypes"] == () and got["output subsets"] == ()
+        assert "nn.Linear" in axes.not_applicable(rec)["mixed dtypes"]
+        assert "one output" in axes.not_applicable(rec)["output subsets"]
+    finally:
+        components.unregister("ThrowawayFFN")
+        families.forget("ThrowawayFFN")
 
 
 def _twice(x: torch.Tensor) -> torch.Tensor:

@@ -2,9 +2,9 @@
 
 PyTorch runs the same generic tests over every module (``ModuleInfo``, ``test/test_modules.py``) and every operator
 (``OpInfo``, ``test_ops.py``); these families are ours (docs/laws.md, "The axes of a call", lists every axis and
-the laws that walk it). Each family registers one law per component, ``<component>_<family suffix>``, through
-:func:`register` (at import, for every record; a component added later by ``components.register`` gets them by
-calling it); where a family cannot apply, :func:`not_applicable` says why (the matrix prints it).
+the laws that walk it). Each is a ``families`` family: one law per component record, ``<component>_<suffix>`` (at
+import, for every record; a component added later by ``components.register`` gets them by ``families.apply``);
+where a family cannot apply, its ``reason`` says why, derived from the record (the matrix prints it).
 
     call contexts     the module called under each context a framework sets (``regimes.call_contexts``: threads,
                       deterministic algorithms, autograd recording, inference_mode, CPU autocast bf16, all at once):
@@ -46,7 +46,7 @@ from hypothesis import strategies as st
 from torch.autograd.gradcheck import GradcheckError
 
 from properties.adapters.kit import DtypeNotSupported
-from properties.library import contexts, harness, regimes
+from properties.library import contexts, families, harness, regimes
 from properties.library import strategies as S
 from properties.library.assertions import (
     assert_bitwise_equal,
@@ -54,11 +54,11 @@ from properties.library.assertions import (
     fail,
     golden_agreement,
 )
-from properties.library.components import RECORDS, Case, Component, snake
+from properties.library.components import Case, Component
 from properties.library.context import NotApplicable, StubNotImplemented, describe, measure
 from properties.library.table import law
 
-__all__ = ["AXES", "Family", "not_applicable", "register"]
+__all__ = ["AXES", "Axis", "gradgradcheck", "law_id", "not_applicable"]
 
 DType = torch.dtype
 Data = st.DataObject
@@ -71,16 +71,17 @@ _NO_FORMULA = re.compile(r"derivative for aten::\w+ is not implemented")
 
 
 @dataclasses.dataclass(frozen=True)
-class Family:
-    """One generic axis: its name (the matrix column), the suffix of its law ids, where it runs, and when it does not
-    apply to a record (``reason(record)``: None where it applies)."""
+class Axis:
+    """One generic axis: its family name (the matrix column), what it walks, the suffix of its law ids, the law body
+    for a record, where it runs, and when it cannot apply (``reason(record)``: None where it applies)."""
 
     name: str
+    axis: str
     suffix: str
     make: Callable[[Component], Callable[..., Any]]  # the law body for a record (``(impl, dtype, device, data)``)
     dtypes: tuple[DType, ...]
     cost: int
-    reason: Callable[[Component], str | None] = lambda record: None
+    reason: Callable[[Component], str | None] | None = None
 
 
 # ---------------------------------------------------------------------------------------------- shared steps
@@ -485,43 +486,42 @@ def _lifecycle(record: Component) -> Callable[..., Any]:
 
 # ---------------------------------------------------------------------------------------------- the families
 FP32, BF16, FP64 = torch.float32, torch.bfloat16, torch.float64
-AXES: tuple[Family, ...] = (
-    Family("call contexts", "holds_in_every_call_context", _contexts, (FP32,), 4),
-    Family("mixed dtypes", "accepts_parameters_in_another_dtype", _mixed, (BF16,), 2, _mixed_reason),
-    Family("second order", "second_derivatives_pass_gradgradcheck", _second_order, (FP64,), 4),
-    Family("output subsets", "differentiates_any_subset_of_outputs", _output_subsets, (FP32, BF16), 2, _subsets_reason),
-    Family("storage reuse", "ignores_storage_reuse", _storage_reuse, (FP32,), 4),
-    Family("magnitudes", "matches_golden_at_real_magnitudes", _magnitudes, (FP32, BF16), 2),
-    Family("lifecycle moves", "survives_copies_moves_and_to_empty", _lifecycle, (FP32,), 4),
-)
+AXES: tuple[Axis, ...] = (
+    Axis("call contexts", "threads, deterministic algorithms, grad modes, inference_mode, autocast",
+         "holds_in_every_call_context", _contexts, (FP32,), 4),
+    Axis("mixed dtypes", "parameters in another dtype than the input (fp32 master weights)",
+         "accepts_parameters_in_another_dtype", _mixed, (BF16,), 2, _mixed_reason),
+    Axis("second order", "double backward through every output subset",
+         "second_derivatives_pass_gradgradcheck", _second_order, (FP64,), 4),
+    Axis("output subsets", "every proper subset of the outputs differentiated",
+         "differentiates_any_subset_of_outputs", _output_subsets, (FP32, BF16), 2, _subsets_reason),
+    Axis("storage reuse", "inputs in the memory of freed inputs", "ignores_storage_reuse", _storage_reuse, (FP32,), 4),
+    Axis("magnitudes", "massive activations (hundreds to thousands)",
+         "matches_golden_at_real_magnitudes", _magnitudes, (FP32, BF16), 2),
+    Axis("lifecycle moves", "deepcopy, pickle, state_dict, .to, to_empty",
+         "survives_copies_moves_and_to_empty", _lifecycle, (FP32,), 4),
+)  # fmt: skip
 
 
 def not_applicable(record: Component) -> dict[str, str]:
-    """{family name: why it does not apply} for ``record``."""
-    return {f.name: why for f in AXES if (why := f.reason(record)) is not None}
+    """{family name: why it does not apply} for ``record``, over the axes of this module."""
+    return {a.name: why for a in AXES if (why := families.FAMILIES[a.name].not_applicable(record)) is not None}
 
 
-def _slug(record: Component) -> str:
-    return getattr(record, "snake", None) or snake(record.name)
+def law_id(record: Component, axis: Axis) -> str:
+    return f"{record.name}.{record.snake}_{axis.suffix}"
 
 
-def law_id(record: Component, family: Family) -> str:
-    return f"{record.name}.{_slug(record)}_{family.suffix}"
-
-
-def register(record: Component) -> list[str]:
-    """Register every family that applies to ``record`` as a law; returns their ids."""
-    ids = []
-    for family in AXES:
-        if family.reason(record) is not None:
-            continue
-        body = family.make(record)
-        body.__name__ = body.__qualname__ = f"{_slug(record)}_{family.suffix}"
+def _definer(axis: Axis) -> Callable[[Component], tuple[str, ...]]:
+    def define(record: Component) -> tuple[str, ...]:
+        body = axis.make(record)
+        body.__name__ = body.__qualname__ = f"{record.snake}_{axis.suffix}"
         body.__module__ = __name__
-        law(record.name, dtypes=family.dtypes, cost=family.cost, tags=("axis",))(given(data=st.data())(body))
-        ids.append(law_id(record, family))
-    return ids
+        law(record.name, dtypes=axis.dtypes, cost=axis.cost, tags=("axis",))(given(data=st.data())(body))
+        return (law_id(record, axis),)
+
+    return define
 
 
-for _record in list(RECORDS.values()):
-    register(_record)
+for _axis in AXES:
+    families.family(_axis.name, axis=_axis.axis, reason=_axis.reason)(_definer(_axis))
