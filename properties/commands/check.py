@@ -37,6 +37,7 @@ examples:
   nanolm-verify check mypkg.norms --profile ci --json out/report.json
   nanolm-verify check hf-llama --only RMSNorm --dtype bf16
   nanolm-verify check --list                    the laws, and exit
+  nanolm-verify check --list --matrix           component x axis: the laws of each cell
 
 adapter ids (IMPL):
 {adapters_text()}
@@ -59,6 +60,14 @@ def register(subparsers: Any) -> None:
     )  # fmt: skip
     what = arguments.add_selection(p)
     what.add_argument("--list", action="store_true", help="list the laws (id, dtypes, statement) and exit")
+    what.add_argument(
+        "--matrix", action="store_true",
+        help="with --list: the component x axis matrix (the laws covering each cell, or why none), and exit",
+    )  # fmt: skip
+    what.add_argument(
+        "--markdown", metavar="PATH", default=None,
+        help="with --list --matrix: write the matrix as Markdown to PATH (docs/matrix.md)",
+    )  # fmt: skip
     out = p.add_argument_group("output", "example: --json out/r.json (failures: out/r-counterexamples/*.pt)")
     arguments.add(out, "json_path")
     out.add_argument(
@@ -82,7 +91,26 @@ def _usage(exc: Exception) -> int:
     return 2
 
 
+def _matrix(args: argparse.Namespace) -> int:
+    from properties.library import matrix  # the law library: imported only to print it
+
+    if args.markdown is None:
+        print(matrix.text())
+        return 0
+    path = arguments.output_file(args.markdown, "--markdown")
+    Path(path).write_text(matrix.markdown(), encoding="utf-8")
+    print(f"wrote {path}")
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
+    if (args.matrix and not args.list) or (args.markdown is not None and not args.matrix):
+        return _usage(UsageError("--matrix goes with --list, --markdown with --list --matrix"))
+    if args.list and args.matrix:
+        try:
+            return _matrix(args)
+        except UsageError as exc:
+            return _usage(exc)
     if args.list:
         try:
             print(text.law_list(select_laws(args.only)))

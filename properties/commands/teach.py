@@ -27,17 +27,16 @@ from properties.commands.helptext import Formatter
 from properties.commands.render import markdown, text
 from properties.commands.results import Demo, KillMatrix
 from properties.gallery import PITFALLS, Pitfall
-from properties.running.loading import load
+from properties.running.loading import DEFAULT_IMPL, load
 from properties.running.runner import LAWS, LawResult, Task, UsageError
 from properties.running.session import RunOptions, Session
 
 __all__ = ["demonstrate", "demonstrate_all", "demonstrate_pitfall", "kill_matrix", "register", "run_tasks"]
 
 DEFAULT_WIDTH = 80
-REFERENCE = "nanolm_core"
 
 
-def _task(law: Any, dtype: Any, device: str, profile: str, seed: int | None, impl: str = REFERENCE) -> Task:
+def _task(law: Any, dtype: Any, device: str, profile: str, seed: int | None, impl: str = DEFAULT_IMPL) -> Task:
     return Task(law.id, law.component, fmt(dtype).name, device, profile, seed, law.summary, impl=impl)
 
 
@@ -46,9 +45,9 @@ def run_tasks(tasks: list[Task], options: RunOptions | None = None) -> list[LawR
     pool, each worker loads an implementation of the catalogue the first time a task names it), or — ``options``
     None, for tests — in this process."""
     if options is None:
-        return [t.run(load(t.impl or REFERENCE)) for t in tasks]
+        return [t.run(load(t.impl or DEFAULT_IMPL)) for t in tasks]
     with Session(options) as session:
-        results = session.results(REFERENCE, tasks)
+        results = session.results(DEFAULT_IMPL, tasks)
     if session.interrupted:
         raise KeyboardInterrupt  # the run was interrupted: no partial gallery
     return results
@@ -113,14 +112,14 @@ def kill_matrix(profile: str = "ci", device: str = "cpu", options: RunOptions | 
     plan: dict[str, tuple[Any, Any, dict[str, Any]]] = {}
     for name, p in PITFALLS.items():
         designated = want(p.module, LAWS[p.law], p.torch_dtype)
-        on_ref = want(REFERENCE, LAWS[p.law], p.torch_dtype)
+        on_ref = want(DEFAULT_IMPL, LAWS[p.law], p.torch_dtype)
         row = {
             law_id: want(p.module, law, _dtype_for(law, p.dtype))
             for law_id, law in LAWS.items()
             if law.component == p.component
         }
         plan[name] = (designated, on_ref, row)
-    ref_keys = {law_id: want(REFERENCE, law, _dtype_for(law, "fp32")) for law_id, law in LAWS.items()}
+    ref_keys = {law_id: want(DEFAULT_IMPL, law, _dtype_for(law, "fp32")) for law_id, law in LAWS.items()}
     results = run_tasks(tasks, options)
     got = {key: results[i] for key, i in keys.items()}
     demos = {name: Demo(PITFALLS[name], got[d], got[r]) for name, (d, r, _) in plan.items()}

@@ -272,3 +272,44 @@ def test_every_record_has_its_drop_ins_and_a_throwaway_component_gets_them():
         assert made["assert_scaled_rmsnorm_close"](y(x), x, w) >= 0
         with pytest.raises(VerificationError, match=r"assert_scaled_rmsnorm_close \[fp32,\s+cpu\]"):
             made["assert_scaled_rmsnorm_close"](y(x) * 1.01, x, w)
+
+
+# ---------------------------------------------------------------------------------------------- the example
+
+
+def _example():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "test_liger_style.py"
+    spec = importlib.util.spec_from_file_location("test_liger_style_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return path, module
+
+
+def test_the_liger_style_example_passes_for_all_four_components():
+    import subprocess
+    import sys
+
+    path, _ = _example()
+    done = subprocess.run([sys.executable, "-m", "pytest", str(path), "-q", "-p", "no:cacheprovider", "-n", "0"],
+                          capture_output=True, text=True, cwd=path.parent)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "10 passed" in done.stdout
+
+
+@pytest.mark.parametrize("component", ["RMSNorm", "AddRMSNorm"])
+def test_the_examples_gemma_kernels_without_their_offset_print_the_declaration_that_makes_them_pass(component):
+    _, ex = _example()
+    x, r = ex._randn(4, 64, seed=0, shift=0.5), ex._randn(4, 64, seed=1)
+    w = ex._randn(64, seed=2) * 0.1  # Gemma's stored w: the gain is 1 + w
+    if component == "RMSNorm":
+        actual, check, args = ex.rms_norm(x, w, 1e-6, 1.0, casting_mode="gemma"), assert_rmsnorm_close, (x, w)
+    else:
+        actual, check, args = ex.fused_add_rms_norm(x, r, w, 1e-6, 1.0), assert_add_rmsnorm_close, (x, r, w)
+    with pytest.raises(VerificationError) as info:
+        check(actual, *args, 1e-6)
+    assert info.value.suggestion is not None and info.value.suggestion in " ".join(str(info.value).split())
+    pasted = eval(info.value.suggestion.removeprefix("conventions="))
+    assert check(actual, *args, 1e-6, conventions=pasted) >= 0
