@@ -53,10 +53,6 @@ class Case:
         return dataclasses.replace(self, params=dict(params))
 
 
-# The generic law families (one law per record, or one law reading the record); the matrix lists each.
-FAMILIES = ("layout",)
-
-
 @dataclasses.dataclass(frozen=True)
 class Component:
     """One component of the contract. The callables take the record's :class:`Case`; they import what they use."""
