@@ -53,10 +53,6 @@ class Case:
         return dataclasses.replace(self, params=dict(params))
 
 
-# The generic law families (one law per record, or one law reading the record); the matrix lists each.
-FAMILIES = ("layout",)
-
-
 @dataclasses.dataclass(frozen=True)
 class Component:
     """One component of the contract. The callables take the record's :class:`Case`; they import what they use."""
@@ -89,12 +85,24 @@ class Component:
     grad_names: Mapping[str, str] = dataclasses.field(default_factory=dict)  # contract name -> drop-in grads name
     not_applicable: Mapping[str, str] = dataclasses.field(default_factory=dict)  # family -> why it does not apply
     slug: str = ""  # its name in law ids and drop-ins ("add_rmsnorm"); empty: :func:`snake` of the name
+    of_native: Callable[[Any], Case] | None = None  # the component's own case (a pinned example's) -> Case
+    cheap: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # native draw options of a family that
+    # calls the module a dozen times per example (the layout family): sizes that keep it within its cost
+    wide: Callable[[Any], Any] | None = None  # (dtype) -> a native case of wide rows, pinned by the families
 
     # ------------------------------------------------------------------------------------ generic access
     def cases(self, dtype: Any, *, min_rows: int = 1, max_dim: int | None = None, **native: Any) -> Any:
         """A Hypothesis strategy of Cases in ``dtype``: at least ``min_rows`` rows (tokens) of inputs, feature
         width ≤ ``max_dim`` where given; ``native``: the component's own strategy options."""
         return self.draw(dtype, min_rows=min_rows, max_dim=max_dim, **native)
+
+    def as_case(self, drawn: Any) -> Case:
+        """``drawn`` as a Case: a Case as it is, a native case (what a pinned example builds) through ``of_native``."""
+        if isinstance(drawn, Case):
+            return drawn
+        if self.of_native is None:
+            raise TypeError(f"{self.name}: a {type(drawn).__name__} is not a Case and the record reads no native case")
+        return self.of_native(drawn)
 
     def case(self, inputs: tuple[Any, ...], params: Mapping[str, Any], native: Any = None, **options: Any) -> Case:
         """A Case from inputs, params (contract names) and the constructor's options (eps, config …)."""
@@ -262,6 +270,10 @@ _NORM_KEYS = (
 _LINEAR_KEYS = ("compute_dtype", "flush_subnormals", "reduction", "accumulation_dtype", "dtypes", "batch_invariant")
 
 
+_NO_CONFIG = "built from its dimensions, not from a ModelConfig: no parameter budget a config implies"
+_NO_SEQUENCE = "row by row: no sequence dimension (a row's result depends on that row only)"
+
+
 def _batch(min_rows: int) -> Any:
     from hypothesis import strategies as st
 
@@ -273,19 +285,27 @@ def _norm_options(params: Mapping[str, Any], options: Mapping[str, Any]) -> tupl
     return (params["weight"].shape[-1],), {"eps": float(options.get("eps", 1e-6))}
 
 
+def _strategies() -> Any:
+    from properties.library import strategies
+
+    return strategies
+
+
 def _eps(case: Case) -> float:
     return float(case.kwargs["eps"])
 
 
 # ---------------------------------------------------------------------------------------------- RMSNorm
+def _rmsnorm_of(c: Any) -> Case:
+    return Case("RMSNorm", (c.weight.shape[-1],), {"eps": c.eps}, {"weight": c.weight}, (c.x,), c)
+
+
 def _rmsnorm_draw(dtype: Any, *, min_rows: int, max_dim: int | None, **native: Any) -> Any:
     from hypothesis import strategies as st
 
     from properties.library import strategies as S
 
-    def of(c: Any) -> Case:
-        return Case("RMSNorm", (c.weight.shape[-1],), {"eps": c.eps}, {"weight": c.weight}, (c.x,), c)
-
+    of = _rmsnorm_of
     if min_rows <= 1:
         return S.rmsnorm_cases(dtype, max_dim=max_dim, **native).map(of)
 
@@ -343,6 +363,12 @@ register(
         defaults={"eps": 1e-6},
         gains=("weight",),
         from_terms=lambda t: ({"weight": t["weight"]}, {"eps": t["eps"]}),
+        of_native=_rmsnorm_of,
+        wide=lambda dtype: _strategies().RMSNORM_PINS["wide rows, D=512"].build(dtype),
+        not_applicable={
+            "budget": _NO_CONFIG,
+            "sequence": _NO_SEQUENCE,
+        },
     )
 )
 
@@ -351,13 +377,15 @@ register(
 _SWIGLU_PARAMS = ("w_gate.weight", "w_up.weight", "w_down.weight")
 
 
+def _swiglu_of(c: Any) -> Case:
+    F, D = c.w_gate.shape
+    return Case("SwiGLU", (D, F), {}, dict(c.params), (c.x,), c)
+
+
 def _swiglu_draw(dtype: Any, *, min_rows: int, max_dim: int | None, **native: Any) -> Any:
     from properties.library import strategies as S
 
-    def of(c: Any) -> Case:
-        F, D = c.w_gate.shape
-        return Case("SwiGLU", (D, F), {}, dict(c.params), (c.x,), c)
-
+    of = _swiglu_of
     opts = {"max_dim": max_dim} if max_dim is not None else {}
     return S.swiglu_cases(dtype, min_rows=max(1, min_rows), **opts, **native).map(of)
 
@@ -417,6 +445,14 @@ register(
         from_terms=lambda t: ({f"{n}.weight": t[n] for n in ("w_gate", "w_up", "w_down")}, {}),
         grad_names={f"{n}.weight": n for n in ("w_gate", "w_up", "w_down")},
         slug="swiglu",
+        of_native=_swiglu_of,
+        cheap={"max_dim": 128},
+        not_applicable={
+            "budget": _NO_CONFIG + " (its three matrices of the FFN width: swiglu_has_three_matrices_of_ffn_dim)",
+            "domain": "no domain limit of its own: W·x overflows only where the dtype's range does, and the bound "
+            "marks those rows not judged",
+            "sequence": _NO_SEQUENCE,
+        },
     )
 )
 
@@ -446,11 +482,14 @@ def _block_draw(dtype: Any, *, min_rows: int, max_dim: int | None, **native: Any
             x = torch.cat([x, x.flip(-1)], dim=1)[:, : c.config.max_seq_len]
             if x.shape[1] == c.config.max_seq_len:
                 break
-        c = c._replace(x=x)
-        return Case("Block", (c.config,), {}, dict(c.params), (x,), c)
+        return _block_of(c._replace(x=x))
 
     opts = {"max_dim": max_dim} if max_dim is not None else {}
     return S.block_cases(dtype, **opts, **native).map(of)
+
+
+def _block_of(c: Any) -> Case:
+    return Case("Block", (c.config,), {}, dict(c.params), (c.x,), c)
 
 
 def _config(case: Case) -> Any:
@@ -522,19 +561,27 @@ register(
         terms=("x", "params", "config"),
         gains=("attn_norm.weight", "ffn_norm.weight"),
         from_terms=_block_terms,
+        of_native=_block_of,
+        cheap={"max_dim": 32, "max_tokens": 4},
+        not_applicable={
+            "domain": "its norms' limit is RMSNorm's (rmsnorm_is_exact_up_to_the_overflow_threshold); past it the "
+            "residual stream itself leaves the dtype's range",
+        },
     )
 )
 
 
 # ---------------------------------------------------------------------------------------------- AddRMSNorm
+def _add_of(c: Any) -> Case:
+    return Case("AddRMSNorm", (c.weight.shape[-1],), {"eps": c.eps}, {"weight": c.weight}, (c.x, c.residual), c)
+
+
 def _add_draw(dtype: Any, *, min_rows: int, max_dim: int | None, **native: Any) -> Any:
     from hypothesis import strategies as st
 
     from properties.library import strategies as S
 
-    def of(c: Any) -> Case:
-        return Case("AddRMSNorm", (c.weight.shape[-1],), {"eps": c.eps}, {"weight": c.weight}, (c.x, c.residual), c)
-
+    of = _add_of
     if min_rows <= 1:
         return S.add_rmsnorm_cases(dtype, max_dim=max_dim, **native).map(of)
 
@@ -594,5 +641,15 @@ register(
         defaults={"eps": 1e-6},
         gains=("weight",),
         from_terms=lambda t: ({"weight": t["weight"]}, {"eps": t["eps"]}),
+        of_native=_add_of,
+        wide=lambda dtype: _strategies().ADD_RMSNORM_PINS["wide rows, D=1024"].build(dtype),
+        not_applicable={
+            "budget": _NO_CONFIG,
+            "sequence": _NO_SEQUENCE,
+            "domain": "not yet: its norm meets RMSNorm's Σh² limit, and the domain law is written for RMSNorm only "
+            "(a generic domain family is left to do)",
+            "lifecycle": "not yet: the lifecycle laws are written per component and none for AddRMSNorm (its state is "
+            "RMSNorm's one weight; a generic lifecycle family is left to do)",
+        },
     )
 )
