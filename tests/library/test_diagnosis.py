@@ -49,7 +49,10 @@ def test_the_first_failure_names_the_convention_and_declaring_it_makes_the_law_h
     declared = _suggested(first.diagnosis)
     assert declared.keys() == expected.keys()
     again = run_law(LAWS[first.law_id], subject(component, cls, declared), dtype=first.dtype, profile="ci")
-    assert again.status == "passed", again.message
+    # a finite-difference law (gradcheck, gradgradcheck: first in plan order since the second-order axis) is
+    # excused by the declaration, as its diagnosis says; every other law holds under it
+    excused = first.law_id.endswith("gradcheck") and again.status == "xfailed" and "declared" in again.message
+    assert again.status == "passed" or excused, again.message
 
 
 def test_a_genuine_bug_gets_no_known_convention_matches():

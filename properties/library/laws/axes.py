@@ -282,6 +282,7 @@ def _second_order(record: Component) -> Callable[..., Any]:
         case = data.draw(record.cases(dtype, max_dim=16), label="case")
         harness.note(case)
         module = record.build(impl, case, dtype, device)
+        record.call(module, tuple(t.to(device) for t in case.inputs))  # once, recorded: what a diagnosis re-evaluates
         n = len(record.inputs)
         leaves = (
             *(t.to(device).requires_grad_(True) for t in case.inputs),
