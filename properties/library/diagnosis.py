@@ -118,7 +118,8 @@ class _View:
     @property
     def normed(self) -> np.ndarray:
         """The row a norm normalises, exactly: its input, or the sum of its inputs (AddRMSNorm's h)."""
-        return sum(as_f64(a) for a in self.inputs)
+        with np.errstate(invalid="ignore", over="ignore"):  # (inf + −inf: a NaN row, as the norm reads it)
+            return sum(as_f64(a) for a in self.inputs)
 
     @property
     def eps(self) -> float:
@@ -432,9 +433,6 @@ def _layer_norm(v: _View, seen: _Seen) -> Finding | None:
     centred = np.asarray(h - mean, dtype=np.float64)
     if not np.all(np.isfinite(centred)) or not np.any(np.abs(mean) > 2 * fmt(v.t).u * np.abs(h).max()):
         return None
-    failed = ~golden_agreement(v.ys[0], seen.golds[0], seen.bounds[0], v.t)
-    if not np.any(failed & (v.ys[0] != 0)):  # zeros where the contract fails: a constant row centres to 0 too, so
-        return None  # a row broken to 0 (an overflowing statistic) is no evidence of centring
     x = torch.from_numpy(centred)
     w = v.state["weight"]
     gold = golden.rmsnorm(x, w, v.eps)
@@ -445,6 +443,11 @@ def _layer_norm(v: _View, seen: _Seen) -> Finding | None:
         extra = 2 * uc * (np.abs(np.asarray(h, np.float64)) + np.abs(np.asarray(mean, np.float64))) * r
         extra = extra * np.abs(as_f64(w))
     widened = dataclasses.replace(bound, abs=bound.abs + extra, prob=None)
+    failed = ~golden_agreement(v.ys[0], seen.golds[0], seen.bounds[0], v.t)
+    # evidence only where centring predicts a value clearly off 0 (a constant row, a one-element row centre to 0,
+    # as a statistic that overflows or garbage that underflows breaks a row to ≈ 0)
+    if not np.any(failed & (np.abs(_exact(gold)) > np.broadcast_to(widened.abs, failed.shape))):
+        return None
     if _holds(v, (gold, *seen.golds[1:]), (widened, *seen.bounds[1:])):
         return _bug(
             "LayerNorm's centring: the row's mean subtracted before the row is normalised, (x − mean)/√(var(x) + "
@@ -537,8 +540,8 @@ def _reproduced(v: _View, f: Any) -> str:
     c): fused (x·r·γ in c, one rounding), HF Llama's (x·r rounded to t, then ·γ), OLMo2's (γ·(x·r) in c), T5's
     (the statistic in c, x·r and ·γ in t: an output of t with a statistic of c). No per-element structure of a
     bug and no mis-scaled row reproduces an order of c arithmetic in every bit."""
-    if not v.norm or v.out != 0 or "weight" not in v.state:
-        return ""
+    if not v.norm or v.out != 0 or "weight" not in v.state or (fmt(v.t).name, f.name) != ("fp64", "fp32"):
+        return ""  # (narrower arithmetic in an fp32 norm is no library's convention: autocast's fp16 cast is a bug)
     t, c = v.t, f.dtype
     h = v.inputs[0]
     for more in v.inputs[1:]:
