@@ -37,7 +37,7 @@ examples:
   nanolm-verify check mypkg.norms --profile ci --json out/report.json
   nanolm-verify check hf-llama --only RMSNorm --dtype bf16
   nanolm-verify check --list                    the laws, and exit
-  nanolm-verify check --list --matrix           component x axis: the laws of each cell
+  nanolm-verify check --list --matrix           component x axis: laws per cell
 
 adapter ids (IMPL):
 {adapters_text()}
