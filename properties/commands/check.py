@@ -50,7 +50,7 @@ examples:
   nanolm-verify check hf-llama --only RMSNorm --dtype bf16
   nanolm-verify check --list                    the laws, and exit
   nanolm-verify check --list --json -           the laws and adapter ids as JSON
-  nanolm-verify check --list --matrix           the component x axis matrix
+  nanolm-verify check --list --matrix           component x axis: laws per cell
 
 adapter ids (IMPL):
 {adapters_text()}
