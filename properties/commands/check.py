@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from properties.commands import arguments
-from properties.commands.helptext import EXIT, Formatter, adapters_text
+from properties.commands.helptext import ADAPTER_IDS, EXIT, Formatter
 from properties.running.loading import ImplementationError, UsageError
 
 if TYPE_CHECKING:  # the parser is declared without them (--help imports no torch); the run imports them
@@ -53,7 +53,7 @@ examples:
   nanolm-verify check --list --matrix           component x axis: laws per cell
 
 adapter ids (IMPL):
-{adapters_text()}
+{ADAPTER_IDS}
 
 {EXIT}
 """

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from properties.commands import arguments
-from properties.commands.helptext import Formatter, adapters_text
+from properties.commands.helptext import ADAPTER_IDS, Formatter
 from properties.running.loading import ImplementationError, UsageError, adapters
 
 __all__ = ["main", "register", "write"]
@@ -98,7 +98,7 @@ examples:
   nanolm-verify compare --league docs/league.md --profile ci --workers 1
 
 adapter ids (IMPL):
-{adapters_text()}
+{ADAPTER_IDS}
 
 exit status:
   0    every law passed, was skipped, or failed as expected (xfail)
