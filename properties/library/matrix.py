@@ -1,5 +1,6 @@
 """The component × axis matrix, generated from the records and the law table: which laws cover each axis of each
-component, and for every empty cell the written reason (``record.not_applicable[axis]``). Never maintained by hand:
+component, and for every empty cell the written reason (``record.not_applicable[axis]``, or the one a family derives
+from the record: ``families.Family.reason``). Never maintained by hand:
 ``nanolm-verify check --list --matrix`` prints it, ``docs/matrix.md`` is written by
 ``nanolm-verify check --list --matrix --markdown docs/matrix.md`` and a test keeps it up to date.
 
@@ -90,9 +91,15 @@ def cells() -> dict[str, dict[str, Cell]]:
         row = {}
         for axis in axes():
             laws = _laws_of(rec, axis)
-            row[axis.key] = Cell(laws, None if laws else rec.not_applicable.get(axis.key))
+            row[axis.key] = Cell(laws, None if laws else _reason(rec, axis))
         out[rec.name] = row
     return out
+
+
+def _reason(rec: components.Component, axis: Axis) -> str | None:
+    """Why ``rec`` has no law on ``axis``: its record's word, or (a family) the reason the family derives from it."""
+    f = families.FAMILIES.get(axis.key)
+    return f.not_applicable(rec) if f is not None else rec.not_applicable.get(axis.key)
 
 
 def unexplained() -> list[tuple[str, str]]:

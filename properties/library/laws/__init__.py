@@ -18,6 +18,7 @@ thing goes".
 
 from properties.library.laws import (  # noqa: F401
     add_rmsnorm,
+    axes,
     block,
     budget,
     devices,
