@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import shutil
 import sys
 import tempfile
@@ -57,9 +58,18 @@ def _corpus_dir(text: str) -> Path:
 
 
 def _output_dir(text: str) -> Path:
+    """A directory regen may write: existing and writable, or creatable (its nearest existing parent writable) —
+    checked before minutes of computing, not after."""
     p = Path(text)
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty: give a directory")
     if p.exists() and not p.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: exists and is not a directory")
+    existing = next((q for q in (p, *p.parents) if q.exists()), Path("."))
+    if not existing.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: {existing} is a file, not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text}: {existing} is not writable")
     return p
 
 

@@ -97,13 +97,22 @@ def main(args: argparse.Namespace) -> int:
         artifacts = arguments.output_dir(args.artifacts, "--artifacts") if args.artifacts is not None else None
         if args.baseline is not None and Path(args.baseline).exists():
             arguments.input_json(args.baseline, "--baseline", ("records",), baseline.SCHEMA)
+            try:  # every record's fields (a text where a number belongs: refused, naming it)
+                baseline.load(args.baseline)
+            except ValueError as exc:
+                raise UsageError(f"--baseline {exc}") from None
         elif args.baseline is not None:
             arguments.output_file(args.baseline, "--baseline")
+        new_baseline = Path(args.baseline) if args.baseline is not None and not Path(args.baseline).exists() else None
+        arguments.distinct(
+            {"--json": json_path, "--baseline": new_baseline},
+            arguments.run_inputs(spec, selection, args.baseline),
+        )
     except (UsageError, ValueError) as exc:
         return _usage(exc)
     folder = artifacts or (json_path.parent / f"{json_path.stem}-counterexamples" if json_path else None)
     return execute(spec, selection, options, quiet=args.quiet, json_path=json_path, artifacts=folder,
-                   baseline_path=args.baseline)  # fmt: skip
+                   baseline_path=args.baseline, allow_nothing_judged=args.allow_nothing_judged)  # fmt: skip
 
 
 def execute(
@@ -115,6 +124,7 @@ def execute(
     json_path: Path | None = None,
     artifacts: Path | None = None,
     baseline_path: str | None = None,
+    allow_nothing_judged: bool = False,
 ) -> int:
     """Run ``selection`` against ``spec`` in the session, print the verdict, write the report → the exit status."""
     planned = len(selection.tasks())
@@ -151,8 +161,9 @@ def execute(
         print(f"report: {json.write(json.check_report(run, info, threads=options.threads), json_path)}")
     if run.interrupted:
         return 128 + run.interrupted
-    if not results:
-        print("nothing was checked: no law ran (see the selection above)", file=sys.stderr)
+    nothing = run.nothing_judged()
+    if nothing and not allow_nothing_judged:
+        print(f"{nothing}; exit 1 (--allow-nothing-judged accepts such a run)", file=sys.stderr)
         return 1
     status = exit_status(results)
     if baseline_path:

@@ -92,6 +92,7 @@ def main(args: argparse.Namespace) -> int:
         selection = dataclasses.replace(chosen, profile="dev", seed=0, devices=("cpu",))
         options = arguments.run_options(args, selection.profile)
         json_path = arguments.output_file(args.json_path, "--json")
+        arguments.distinct({"--json": json_path}, arguments.run_inputs(spec, selection))
         laws = sorted({t.law_id for t in selection.tasks()})
         if not laws:
             raise UsageError("the selection runs no law")

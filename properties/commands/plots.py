@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,12 +29,14 @@ import torch.nn.functional as F
 
 import golden
 import nanolm_core
+from properties.commands import arguments
 from properties.commands.helptext import Formatter
 from properties.commands.render.text import wrap
 from properties.gallery.bf16_accumulation import RMSNorm as Bf16AccumulatingRMSNorm
 from properties.gallery.eps_outside_sqrt import RMSNorm as EpsOutside
 from properties.gallery.silu_cancellation import silu_by_complement
 from properties.numerics import bounds, ulp
+from properties.running.runner import UsageError
 
 __all__ = ["PLOTS", "register", "render"]
 
@@ -447,6 +450,11 @@ def _run(args: argparse.Namespace) -> int:
     unknown = [n for n in args.names if n != "all" and n not in PLOTS]
     if unknown:
         print(f"nanolm-verify plot: unknown figure {', '.join(unknown)}; choose from all, {', '.join(PLOTS)}")
+        return 2
+    try:  # the folder, before the figures are computed
+        arguments.output_dir(args.out, "--out")
+    except UsageError as exc:
+        print(f"nanolm-verify plot: error: {exc}", file=sys.stderr)
         return 2
     try:
         import matplotlib  # noqa: F401

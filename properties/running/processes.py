@@ -15,30 +15,78 @@ platform has no fork server (Windows), workers are spawned.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import multiprocessing
 import os
+import signal
 from multiprocessing.context import BaseContext
 
-__all__ = ["PRELOAD", "context", "environment", "install_environment", "warm_up"]
+__all__ = [
+    "PRELOAD",
+    "Stopped",
+    "context",
+    "defer_stops",
+    "environment",
+    "install_environment",
+    "pending_stop",
+    "stop_on_signals",
+    "warm_up",
+]
 
 PRELOAD = ["properties.running.workers"]  # torch, numpy, Hypothesis, golden, the law library and the runner
 
 
 def context() -> BaseContext:
-    """The multiprocessing context workers are started from (fork server with PRELOAD, else spawn)."""
+    """The multiprocessing context workers are started from (fork server with PRELOAD, else spawn); the fork
+    server runs (started as :func:`warm_up` starts it) when this returns."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
+    _ensure_server()
     return ctx
 
 
 def warm_up() -> None:
     """Start the fork server now, without waiting for its imports (a no-op when it runs or cannot run)."""
-    if context().get_start_method() == "forkserver":
-        from multiprocessing import forkserver
+    context()
 
+
+def _ensure_server() -> None:
+    """Start the fork server if it does not run, with /dev/null for its stdout and stderr: a worker (and whatever
+    the subject forks from one) holds the server's "alive" pipe, so the server can outlive the run — it must not
+    hold the caller's output open then (a caller reading to the end would wait for ever). It is ended with this
+    process (atexit), whoever still holds the pipe."""
+    from multiprocessing import forkserver
+
+    null = os.open(os.devnull, os.O_RDWR)  # (every time: a server that died is restarted here too)
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        for fd in (1, 2):
+            os.dup2(null, fd)
         forkserver.ensure_running()
+    finally:
+        for fd, copy in zip((1, 2), saved, strict=True):
+            os.dup2(copy, fd)
+            os.close(copy)
+        os.close(null)
+    if not _ending:
+        _ending.append(True)
+        atexit.register(_end_server)
+
+
+_ending: list[bool] = []
+
+
+def _end_server() -> None:
+    """At exit: end the fork server this process started (SIGTERM), should anything still hold it alive."""
+    from multiprocessing import forkserver
+
+    pid = forkserver._forkserver._forkserver_pid
+    if pid is not None:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
 
 
 def environment() -> dict[str, str]:
@@ -50,3 +98,44 @@ def install_environment(env: dict[str, str]) -> None:
     """In a worker: the verifier's environment replaces the one inherited from the fork server."""
     os.environ.clear()
     os.environ.update(env)
+
+
+# ---------------------------------------------------------------------------------- signals outside a session
+
+
+class Stopped(BaseException):
+    """Ctrl-C or SIGTERM outside a run session (start-up, parsing): ``signum`` is the signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+_stops: dict[str, int | bool | None] = {"defer": False, "pending": None}
+
+
+def stop_on_signals() -> None:
+    """The command line's handlers for SIGINT and SIGTERM outside a session (a session installs its own, which
+    return the results so far): before a run they raise :class:`Stopped`; once a run has returned
+    (:func:`defer_stops`) they are remembered instead, so that the table and the report are still written —
+    :func:`pending_stop` then names the signal, and the command exits 128 + it."""
+
+    def handler(signum: int, frame: object) -> None:
+        if _stops["defer"]:
+            _stops["pending"] = _stops["pending"] or signum
+        else:
+            raise Stopped(signum)
+
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, handler)
+
+
+def defer_stops() -> None:
+    """From now on a signal stops the command after its output is written (the run has returned)."""
+    _stops["defer"] = True
+
+
+def pending_stop() -> int | None:
+    """The signal remembered since :func:`defer_stops` (None: none came)."""
+    pending = _stops["pending"]
+    return int(pending) if pending else None

@@ -134,6 +134,8 @@ def default_memory_limit(workers: int) -> int | None:
 def _worker_main(conn: multiprocessing.connection.Connection, spec: str, options: WorkerOptions, log: str) -> None:
     """The worker process: load the implementation, then answer run requests until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    with contextlib.suppress(OSError):
+        os.setsid()  # its own process group: whatever the subject starts is ended with it (_Worker.kill)
     processes.install_environment(options.environ)
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
@@ -276,8 +278,13 @@ class _Worker:
         return self.proc.is_alive()
 
     def kill(self) -> None:
+        """End the worker and every process of its group (what the subject started: a background process must
+        not outlive the run, nor write after it), whatever the worker's exit status reads."""
         if self.proc.is_alive():
             self.proc.kill()
+        if self.proc.pid is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.join(5)
         self.conn.close()
 
@@ -343,11 +350,16 @@ class Pool:
             self.close()  # the run's temporary directory (the worker logs) goes too
             raise
         self._workers.append(started[0])
-        for w in started[1:]:
+        for i, w in enumerate(started[1:], 1):
             try:
                 w.hello(max(120.0, timeout))
-            except BaseException:  # the first one loaded: a later one failing is replaced when the run needs it
+            except (ImplementationError, OSError):  # the first one loaded: one failing later is replaced when needed
                 w.kill()
+            except BaseException:  # an interruption (Ctrl-C, SIGTERM) stops the run, never a worker alone
+                for other in started[i:]:
+                    other.kill()
+                self.close()
+                raise
             else:
                 self._workers.append(w)
 
@@ -398,7 +410,9 @@ class Pool:
                         results[index] = result
                         if on_result:
                             on_result(result)
-                    self._workers = [w for w in self._workers if w.alive]
+                    # a busy worker stays until it answers, ends (EOF) or times out: one that merely *looks* dead
+                    # (its fork server died: every exit status reads 255) would otherwise take its task with it
+                    self._workers = [w for w in self._workers if w.alive or w.task]
             except Interrupted as exc:
                 self.interrupted = exc.signum
             except KeyboardInterrupt:
