@@ -139,3 +139,14 @@ def test_a_signal_at_start_up_exits_with_its_status_in_one_line(signum, tmp_path
     assert proc.returncode == 128 + signum, proc.stderr
     assert proc.stderr == f"nanolm-verify: interrupted by {signal.Signals(signum).name} before the run began\n"
     assert proc.stdout == ""
+
+
+def test_a_law_run_is_never_lost_when_the_fork_server_dies(tmp_path):
+    """Every planned law run is accounted for: the fork server dies while a worker is busy (every exit status then
+    reads "dead"); that worker's result still counts — the run reports both law runs, never "1 of 2" with exit 0."""
+    proc, pids, report = _start(tmp_path, "kills_the_fork_server", "--only", "swiglu_matches_golden", "--workers", "2")
+    out, err = _drain(proc)
+    assert (pids / "killed").exists() and (pids / "slow").exists()
+    doc = json.loads(report.read_text())
+    assert len(doc["results"]) == 2, out + err
+    assert proc.returncode == (0 if {r["status"] for r in doc["results"]} == {"passed"} else 1), out + err
