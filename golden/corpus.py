@@ -38,9 +38,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from golden import dd, engine
+from golden import dd, engine, recipes
 from golden.formats import FORMATS, fmt
 from golden.framework import Golden
+from golden.recipes import recipe_values  # (the recipe's, re-exported: the corpus format's input values)
 from golden.rounding import round_to_grid
 from nanolm_core import ModelConfig
 
@@ -199,33 +200,6 @@ def decode_decimal(values: list[str], shape: list[int]) -> Golden:
         hi[i], lo[i] = _decode_exact(values[i])
     hi[hi == 0], lo[lo == 0] = 0.0, 0.0  # the exact value 0 has no sign
     return Golden(hi.reshape(shape), lo.reshape(shape), "corpus", {"method": "corpus"})
-
-
-def recipe_values(
-    seed: int,
-    shape: list[int],
-    dtype: str,
-    scale: float | list[float],
-    mean: float | list[float] | None = None,
-    set_values: list[tuple[int, float]] = (),
-) -> np.ndarray:
-    """Deterministic inputs from a seed: PCG64 raw 64-bit words w → v = (w >> 11)·2^-53 ∈ [0, 1),
-    x = scale·√3·(2v − 1) (uniform, variance scale²) [+ mean], then x[i] = value for each (flat index i, value)
-    of ``set_values``, rounded to nearest-even in ``dtype``. ``scale`` and ``mean`` may be lists, one per
-    index of the first axis (one per row of a (rows, D) input). Only the PCG64 *bit stream* is used (stable
-    across numpy versions by numpy's policy) and our own exact rounding."""
-    n = int(np.prod(shape))
-    raw = np.random.Generator(np.random.PCG64(seed)).bit_generator.random_raw(n)
-    v = (raw >> np.uint64(11)).astype(np.float64) * 2.0**-53
-    lead = (-1,) + (1,) * (len(shape) - 1)
-    s = np.asarray(scale, dtype=np.float64).reshape(lead) if isinstance(scale, list) else scale
-    x = ((2.0 * v - 1.0).reshape(shape) * (s * math.sqrt(3.0))).reshape(-1)
-    if mean is not None:
-        m = np.asarray(mean, dtype=np.float64).reshape(lead) if isinstance(mean, list) else mean
-        x = (x.reshape(shape) + m).reshape(-1)
-    for i, value in set_values:
-        x[i] = value
-    return round_to_grid(x, None, fmt(dtype).dtype).reshape(shape)
 
 
 def sha256_arrays(arrays: Mapping[str, np.ndarray], scalars: Mapping[str, Any] | None = None) -> str:
@@ -476,18 +450,17 @@ def _decode_goldens(recs: list[dict[str, Any]], path: Path) -> list[Golden]:
 
 @functools.cache
 def recipe(family: str) -> dict[str, dict[str, Any]]:
-    """The cases ``golden/data/generate.py`` defines for a family: id → {"dtype", "shapes" (input → shape),
-    "recipes" (input → its recipe, for inputs stored so)} — what a stored family must hold, and nothing else."""
-    from golden.data import generate  # (beside the data; imported here for its case list only, never run)
-
+    """The cases the recipe (:mod:`golden.recipes`, which ``golden/data/generate.py`` writes) defines for a family:
+    id → {"dtype", "shapes" (input → shape), "recipes" (input → its recipe, for inputs stored so)} — what a stored
+    family must hold, and nothing else."""
     out = {}
-    for spec in generate.GENERATORS[family]():
+    for spec in recipes.GENERATORS[family]():
         dt = spec["dtype"]
         values = {name: spec[name] for name in INPUTS[family]}
         out[spec["id"]] = {
             "dtype": dt,
             "shapes": {n: list(v.shape) for n, v in values.items()},
-            "recipes": {n: v.spec(dt)["recipe"] for n, v in values.items() if isinstance(v, generate.Recipe)},
+            "recipes": {n: v.spec(dt)["recipe"] for n, v in values.items() if isinstance(v, recipes.Recipe)},
         }
     return out
 
