@@ -82,6 +82,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "noimpl": _counterexample(implementation=""),
         "noprofile": _counterexample(profile=None),
         "foreignfmt": {**_counterexample(), "format": "someone/else/1"},
+        "mislabelled": _counterexample(draws=[["nonsense", "garbage"], [None, 3]]),  # well-formed, not the law's
     }
     for name, payload in replays.items():
         torch.save(payload, d / f"{name}.pt")
@@ -201,6 +202,7 @@ ROWS: list[tuple[list[str], str, int]] = [
     (["replay", "{t}/noprofile.pt"], "field 'profile'", 2),
     (["replay", "{t}/foreignfmt.pt"], "format 'someone/else/1'", 2),
     (["replay", "{t}/notadict.pt"], "format 'list'", 2),
+    (["replay", "{t}/mislabelled.pt"], "cannot be replayed: draw 1 is labelled", 2),  # (found by a worker)
     (["replay", "{t}/notpt.pt"], "is not a counterexample file", 2),
     (["replay", "{t}/missing.pt"], "no such file", 2),
     (["replay", "{t}/dir"], "is not a counterexample file", 2),

@@ -150,3 +150,29 @@ def test_a_law_run_is_never_lost_when_the_fork_server_dies(tmp_path):
     doc = json.loads(report.read_text())
     assert len(doc["results"]) == 2, out + err
     assert proc.returncode == (0 if {r["status"] for r in doc["results"]} == {"passed"} else 1), out + err
+
+
+RENDERING = """
+import os, signal, sys
+from properties.commands.render import text
+table, signum = text.format_table, int(sys.argv[1])
+def signalled(results):  # the signal arrives while the verdict is being rendered: after the run
+    os.kill(os.getpid(), signum)
+    return table(results)
+text.format_table = signalled
+from properties.entry import cli
+sys.argv[1:] = ["check", "--profile", "ci", "--only", "rmsnorm_matches_golden", "--dtype", "fp32", "--json", "r.json"]
+cli.run()
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_rendering_still_writes_the_report_then_exits_with_its_status(signum, tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-c", RENDERING, str(int(signum))], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 128 + signum, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "rmsnorm_matches_golden" in proc.stdout
+    assert f"interrupted by {signal.Signals(signum).name} (the output above is complete)" in proc.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert [r["status"] for r in doc["results"]] == ["passed"]
