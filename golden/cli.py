@@ -203,5 +203,16 @@ def cmd_regen(args: argparse.Namespace) -> int:
     return 0
 
 
+BENCH_VALUES = 1 << 28  # the most weight values (F × D) a bench allocates: 2 GiB in float64, per matrix
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
+    problem = None
+    if args.slice > args.hidden:
+        problem = f"argument --slice: {args.slice} hidden units, more than --hidden {args.hidden}"
+    elif args.dim * args.hidden > BENCH_VALUES:
+        problem = f"argument --dim/--hidden: {args.dim} × {args.hidden} weights, more than {BENCH_VALUES} (2 GiB each)"
+    if problem:
+        print(f"nanolm-verify golden bench: error: {problem}", file=sys.stderr)
+        return 2
     return bench.run(args.dim, args.hidden, args.slice)

@@ -141,6 +141,7 @@ def most_workers() -> int:
 _MOST = {
     "--workers": "4 per CPU of this machine",
     "--timeout": "one week",
+    "--minutes": "one week",
     "--memory-limit": "this machine's memory, GiB",
 }
 MOST_TIMEOUT = 7 * 24 * 3600.0  # s: a per-law limit beyond a week is a typo, never a plan
@@ -190,7 +191,7 @@ def distinct(outputs: dict[str, Path | None], inputs: dict[str, Iterable[Path]])
                 raise UsageError(f"{name} {out} is {what} ({hit}): the run would overwrite its own input")
         for other, path in named[:i]:
             if _same(out, path):
-                raise UsageError(f"{name} {out} and {other} {path} name the same file; give each its own")
+                raise UsageError(f"{name} {out} and {other} {path} name the same path; give each its own")
 
 
 def run_inputs(

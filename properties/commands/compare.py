@@ -59,7 +59,7 @@ def main(args: argparse.Namespace) -> int:
         inputs = {**arguments.run_inputs(None, selection), "an implementation": [
             path for spec in specs for path in arguments.implementation_files(spec)
         ]}  # fmt: skip
-        arguments.distinct({**written, "--league": league}, inputs)
+        arguments.distinct({"--out": out, **written, "--league": league}, inputs)
     except (UsageError, ValueError) as exc:
         return _usage(exc)
     progress = text.Progress(len(selection.tasks()) * len(specs), quiet=args.quiet)

@@ -19,6 +19,7 @@ import torch
 
 from golden import corpus
 from properties.entry.cli import main
+from properties.running import workers
 from properties.running.expectations import DIRECTORY as SHIPPED
 from properties.running.runner import COUNTEREXAMPLE_FORMAT
 
@@ -115,8 +116,8 @@ ROWS: list[tuple[list[str], str, int]] = [
     (["check", "--json", "{corpus}/rmsnorm.json"], "stored golden corpus", 2),
     (["check", "--json", "{corpus}/../data/block.json"], "stored golden corpus", 2),
     (["check", "--json", "{shipped}"], "shipped expectations file", 2),
-    (["check", "--json", "{t}/new.json", "--baseline", "{t}/new.json"], "name the same file", 2),
-    (["check", "--json", "{t}/dir/../new.json", "--baseline", "{t}/new.json"], "name the same file", 2),
+    (["check", "--json", "{t}/new.json", "--baseline", "{t}/new.json"], "name the same path", 2),
+    (["check", "--json", "{t}/dir/../new.json", "--baseline", "{t}/new.json"], "name the same path", 2),
     # check: numbers
     (["check", "--timeout", "inf"], "--timeout inf", 2),
     (["check", "--timeout", "nan"], "--timeout nan", 2),
@@ -180,13 +181,14 @@ ROWS: list[tuple[list[str], str, int]] = [
     (["compare", "{t}/impl.py", "--league", "{t}/impl.py"], "is an implementation", 2),
     (["compare", "nanolm_core", "--league", "{corpus}/MANIFEST.json"], "stored golden corpus", 2),
     (["compare", "nanolm_core", "--league", "{t}/exp.txt", "--expectations", "{t}/exp.txt"], "expectations file", 2),
-    (["compare", "nanolm_core", "--out", "{t}/o", "--league", "{t}/o/report.md"], "name the same file", 2),
+    (["compare", "nanolm_core", "--out", "{t}/o", "--league", "{t}/o/report.md"], "name the same path", 2),
     (["compare", "nanolm_core", "--out", OUT, "--workers", "0"], "--workers 0", 2),
     (["compare", "nanolm_core", "--out", OUT, "--workers", "100000"], "at most", 2),
     (["compare", "nanolm_core", "--out", OUT, "--timeout", "inf"], "--timeout inf", 2),
     (["compare", "nanolm_core", "--out", OUT, "--memory-limit", "nan"], "--memory-limit nan", 2),
     (["compare", "nanolm_core", "--out", OUT, "--dtype", "fp8"], "'fp8' is not a dtype", 2),
     (["compare", "{t}/missing.py", "--out", OUT], "does not exist", 2),
+    (["compare", "nanolm_core", "--league", "{t}/l.md", "--out", "{t}/l.md"], "name the same path", 2),
     # replay: a file that cannot say what to replay is the user's to fix, never "fails again"
     (["replay", "{t}/fp8.pt"], "field 'dtype' is 'fp8'", 2),
     (["replay", "{t}/garbage.pt"], "field 'draws'", 2),
@@ -230,12 +232,15 @@ ROWS: list[tuple[list[str], str, int]] = [
     (["golden", "verify", "--data", "{t}/missing"], "no such directory", 2),
     (["golden", "verify", "--sample", "-1"], "--sample", 2),
     (["golden", "bench", "--dim", "0"], "--dim", 2),
+    (["golden", "bench", "--dim", "1000000", "--hidden", "1000000"], "--dim/--hidden", 2),
+    (["golden", "bench", "--dim", "8", "--hidden", "16", "--slice", "100"], "--slice", 2),
     (["golden", "nonsense"], "ACTION", 2),
     (["golden"], "name an action", 2),
     # fuzz
     (["fuzz", "--minutes", "inf"], "--minutes inf", 2),
     (["fuzz", "--minutes", "nan"], "--minutes nan", 2),
     (["fuzz", "--minutes", "0"], "--minutes 0", 2),
+    (["fuzz", "--minutes", "1e9"], "--minutes 1e+09: at most", 2),
     (["fuzz", "--examples", "0"], "--examples 0", 2),
     (["fuzz", "{t}/impl.py", "--json", "{t}/impl.py"], "is the implementation", 2),
     (["fuzz", "--json", "{corpus}/MANIFEST.json"], "stored golden corpus", 2),
@@ -252,12 +257,34 @@ if not torch.cuda.is_available():  # a run that judges nothing is refused by its
             "nothing was judged: all 4 law runs were skipped",
             1,
         ),
+        (
+            [
+                "compare",
+                "nanolm_core",
+                "--out",
+                "{t}/skipped",
+                "--device",
+                "cuda",
+                "--allow-skips",
+                "--only",
+                "RMSNorm.rmsnorm_matches_golden",
+                "-q",
+            ],
+            "nothing was judged: all 4 law runs were skipped",
+            1,
+        ),
     ]
 
 
 @pytest.mark.parametrize(("argv", "said", "status"), ROWS, ids=[" ".join(a) or "empty" for a, _, _ in ROWS])
 def test_a_bad_command_line_is_refused_without_a_traceback(argv, said, status, files, capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # nothing may be left in the working directory
+    if status == 2 and not any("mislabelled" in a for a in argv):  # refused before any work: no worker starts
+
+        def no_worker(*args: object, **kwargs: object) -> None:
+            raise AssertionError("a worker was started for a command line refused as a usage error")
+
+        monkeypatch.setattr(workers.Pool, "__init__", no_worker)
     argv = [_fill(a, files) for a in argv]
     before = {p: p.stat().st_mtime_ns for p in (*corpus.DATA_DIR.iterdir(), files / "impl.py", files / "exp.txt")}
     try:
