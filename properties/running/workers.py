@@ -136,6 +136,7 @@ def _worker_main(conn: multiprocessing.connection.Connection, spec: str, options
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     with contextlib.suppress(OSError):
         os.setsid()  # its own process group: whatever the subject starts is ended with it (_Worker.kill)
+    _adopt_orphans()  # and what leaves the group (setsid) stays its descendant while it lives
     processes.install_environment(options.environ)
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
@@ -174,6 +175,33 @@ def _worker_main(conn: multiprocessing.connection.Connection, spec: str, options
         except BaseException as exc:  # KeyboardInterrupt here was raised by the subject
             result = _failed(task, "crash", f"the implementation raised {type(exc).__name__}: {exc}")
         conn.send(("result", result))
+
+
+def _adopt_orphans() -> None:
+    """Make this worker the subreaper of its descendants (Linux): a process the subject starts that leaves the
+    worker's process group (setsid) and loses its parent is re-parented to the worker, not to init — so the
+    verifier still finds it among the worker's descendants and ends it with the worker (``_descendants``)."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (from /proc; [] where there is none)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.parent.name))
+    found, todo = [], list(children.get(pid, ()))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo.extend(children.get(child, ()))
+    return found
 
 
 # ---------------------------------------------------------------------------------------------- the parent side
@@ -280,19 +308,28 @@ class _Worker:
     def kill(self) -> None:
         """End the worker and every process of its group (what the subject started: a background process must
         not outlive the run, nor write after it), whatever the worker's exit status reads."""
+        pid = self.proc.pid
+        escaped = _descendants(pid) if pid is not None else []  # found before the worker dies: then they are orphans
         if self.proc.is_alive():
             self.proc.kill()
-        if self.proc.pid is not None:
+        if pid is not None:
             with contextlib.suppress(OSError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
+                os.killpg(pid, signal.SIGKILL)
+        for child in escaped:
+            with contextlib.suppress(OSError):
+                os.kill(child, signal.SIGKILL)
         self.proc.join(5)
         self.conn.close()
 
     def stop(self) -> None:
+        escaped = _descendants(self.proc.pid) if self.proc.pid is not None else []  # while the worker adopts them
         with contextlib.suppress(OSError, ValueError):
             self.conn.send(None)
         self.proc.join(2)
         self.kill()
+        for child in escaped:
+            with contextlib.suppress(OSError):
+                os.kill(child, signal.SIGKILL)
 
 
 @contextlib.contextmanager

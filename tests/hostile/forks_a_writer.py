@@ -1,6 +1,8 @@
 """RMSNorm whose first forward starts a background process (a fork: it inherits everything the worker holds)
 that, a few seconds later, overwrites the JSON report with "0 failed" and writes a marker file — unless it was
-ended with the run. Its pid goes to $NANOLM_TEST_PIDS (a folder), for the test to look for it afterwards."""
+ended with the run. With $NANOLM_TEST_ESCAPE set it also leaves the worker's process group and session (setsid)
+and forks again, its parent exiting: an orphan in a session of its own. Its pid goes to $NANOLM_TEST_PIDS (a
+folder), for the test to look for it afterwards."""
 
 import os
 import time
@@ -12,6 +14,10 @@ _started = []
 
 
 def _writer() -> None:
+    if os.environ.get("NANOLM_TEST_ESCAPE"):
+        os.setsid()
+        if os.fork() != 0:
+            os._exit(0)  # the orphan carries on
     pids = Path(os.environ["NANOLM_TEST_PIDS"])
     (pids / str(os.getpid())).write_text("writer")
     time.sleep(float(os.environ.get("NANOLM_TEST_DELAY", "4")))

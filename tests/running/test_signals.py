@@ -76,11 +76,14 @@ def _wait_for(path: Path, proc: subprocess.Popen, limit: float = 300.0) -> None:
         time.sleep(0.05)
 
 
-def test_a_background_process_of_the_subject_ends_with_the_run(tmp_path):
+@pytest.mark.parametrize("escape", ["", "setsid"])
+def test_a_background_process_of_the_subject_ends_with_the_run(escape, tmp_path):
     """The subject forks a process that would overwrite the report with "0 failed" after the run: it is ended
-    with its worker's process group; the report stays the run's; the caller's pipes close when the run ends."""
+    with its worker's process group — or, when it left the group (setsid) as an orphan, as the worker's
+    descendant; the report stays the run's; the caller's pipes close when the run ends."""
     report = tmp_path / "r.json"
-    proc, pids, report = _start(tmp_path, "forks_a_writer", NANOLM_TEST_REPORT=str(report), NANOLM_TEST_DELAY="8")
+    env = {"NANOLM_TEST_REPORT": str(report), "NANOLM_TEST_DELAY": "8", "NANOLM_TEST_ESCAPE": escape}
+    proc, pids, report = _start(tmp_path, "forks_a_writer", **env)
     out, err = _drain(proc)
     assert proc.returncode == 1, out + err
     written = report.read_text()
