@@ -2,7 +2,8 @@
 
 Parse, run the session (``properties.running.session``: the implementation runs in worker processes), render
 (``properties.commands.render``). Exit status: 0 every law passed (skips allowed), 1 a law failed (or the suite hit
-an error), 2 usage or import error, 128 + the signal when interrupted (the table and --json are still written).
+an error, or nothing was judged), 2 usage or import error, 128 + the signal when interrupted (the table and --json
+are still written).
 ``run_check`` (the same laws in this process, for tests and the pytest plugin) is re-exported here.
 """
 
