@@ -305,11 +305,13 @@ class _Worker:
     def alive(self) -> bool:
         return self.proc.is_alive()
 
-    def kill(self) -> None:
-        """End the worker and every process of its group (what the subject started: a background process must
-        not outlive the run, nor write after it), whatever the worker's exit status reads."""
+    def kill(self, escaped: list[int] | None = None) -> None:
+        """End the worker, every process of its group and its descendants (what the subject started: a background
+        process must not outlive the run, nor write after it), whatever the worker's exit status reads.
+        ``escaped``: its descendants, when found before it was told to stop (after it ends they are init's)."""
         pid = self.proc.pid
-        escaped = _descendants(pid) if pid is not None else []  # found before the worker dies: then they are orphans
+        if escaped is None:
+            escaped = _descendants(pid) if pid is not None else []
         if self.proc.is_alive():
             self.proc.kill()
         if pid is not None:
@@ -326,10 +328,7 @@ class _Worker:
         with contextlib.suppress(OSError, ValueError):
             self.conn.send(None)
         self.proc.join(2)
-        self.kill()
-        for child in escaped:
-            with contextlib.suppress(OSError):
-                os.kill(child, signal.SIGKILL)
+        self.kill(escaped)
 
 
 @contextlib.contextmanager
