@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from golden.formats import NAMES, fmt
-from properties.library.subject import COMPONENTS
+from properties.library import components
 from properties.running import databases as _databases
 from properties.running import devices as _devices
 from properties.running import expectations as _expectations
@@ -286,7 +286,8 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     )),
     "only": (("--only",), dict(
         action="append", default=None, metavar="SEL",
-        help=f"components ({', '.join(COMPONENTS)}), law ids or names; repeatable, comma-separated (default: all)",
+        help=f"components ({', '.join(components.names())}), law ids or names; repeatable, comma-separated "
+        "(default: all)",
     )),
     "dtype": (("--dtype",), dict(
         action="append", default=None, metavar="DT", help=f"{','.join(NAMES)}; repeatable (default: all)"

@@ -23,8 +23,8 @@ from typing import Any, NamedTuple
 from golden.formats import NAMES, fmt
 from properties import __version__
 from properties.gallery import Pitfall
+from properties.library import components as records
 from properties.library.conventions import parse_all
-from properties.library.subject import COMPONENTS
 from properties.numerics.bounds import accuracy_class as _accuracy_class
 from properties.running import expectations
 from properties.running.runner import LAWS, LawResult, select_laws
@@ -226,7 +226,8 @@ def _batch_invariant(record: dict[str, Any]) -> bool | None:
 
 
 def _component_order(component: str) -> int:
-    return (*COMPONENTS, "Module").index(component) if component in (*COMPONENTS, "Module") else 99
+    order = (*records.names(), "Module")
+    return order.index(component) if component in order else 99
 
 
 def build_cells(impl_name: str, results: Iterable[Any]) -> list[Cell]:
@@ -305,7 +306,7 @@ def _present(versions: dict[str, str | None]) -> dict[str, str]:
 
 def declared(info: SubjectInfo) -> dict[str, str]:
     """{component: its declared conventions in one line (``Conventions.summary()``)}, components that declare."""
-    parsed = parse_all(info.conventions, COMPONENTS)
+    parsed = parse_all(info.conventions, records.names())
     return {c: conv.summary() for c, conv in parsed.items() if c in info.provided and conv.summary()}
 
 
@@ -351,7 +352,7 @@ def highlights(cells: Sequence[Cell]) -> list[str]:
 
 def components(cells: Sequence[Cell]) -> list[str]:
     """The components the cells cover, in the contract's order."""
-    return [c for c in (*COMPONENTS, "Module") if any(cell.component == c for cell in cells)]
+    return [c for c in (*records.names(), "Module") if any(cell.component == c for cell in cells)]
 
 
 @dataclasses.dataclass(frozen=True)

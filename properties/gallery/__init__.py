@@ -183,6 +183,8 @@ PITFALLS: dict[str, Pitfall] = dict([
            "only stride(−1) checked: rows read at pitch D"),
     _entry("block_residual_storage_offset", "Block.block_ignores_memory_layout", "fp32", REAL,
            "the residual read from the storage base, not x's data_ptr"),
+    _entry("add_norm_residual_with_x_strides", "AddRMSNorm.add_rmsnorm_ignores_memory_layout", "fp32", TEST,
+           "the residual addressed with x's strides"),
     # Regimes of real kernels: the module's lifecycle (reload, in-place update, several instances).
     _entry("rmsnorm_cached_weight_cast", "RMSNorm.rmsnorm_follows_its_module_lifecycle", "bf16", REAL,
            "γ cast once at the first call: stale after a reload"),

@@ -80,6 +80,7 @@ __all__ = [
     "Conventions",
     "parse",
     "parse_all",
+    "typed_key",
     "written",
 ]
 
@@ -350,6 +351,12 @@ def _free_text(key: str, value: Any) -> str:
     return (
         f" (free text goes under the description key {_FREE_TEXT.get(key, 'notes')!r}, printed beside the measurements)"
     )
+
+
+def typed_key(description: str) -> str | None:
+    """The typed key whose free text goes under the description key ``description`` ("compute" → "compute_dtype"),
+    or None (``notes``, ``source`` … describe no typed key)."""
+    return next((key for key, text in _FREE_TEXT.items() if text == description), None)
 
 
 def parse(component: str, raw: Mapping[str, Any] | None) -> Conventions:

@@ -21,7 +21,6 @@ from properties.adapters.kit import DtypeNotSupported, permute_rope
 from properties.library import context, protocols, state
 from properties.library.assertions import assert_output_contract, fail
 from properties.library.context import NotApplicable, StubNotImplemented
-from properties.library.subject import Implementation
 
 __all__ = [
     "Ops",
@@ -44,6 +43,10 @@ __all__ = [
     "update_in_place",
 ]
 
+
+# The implementation under test (``properties.library.subject.Implementation``). Not imported: the component records
+# (``components``) build through this module and ``subject`` reads the records, so an import would close a cycle.
+Implementation = Any
 
 GRADCHECK_STEP, GRADCHECK_ATOL = 1e-6, 1e-5  # the finite-difference step and absolute tolerance of gradcheck
 

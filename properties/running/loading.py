@@ -1,8 +1,9 @@
 """Loading the implementation under test: the module named on the command line, by --impl or $NANOLM_IMPL.
 
 An implementation is a module named by a dotted path (``pkg.mod``), a path to a ``.py`` file, or a
-short adapter id (``torch``, ``hf-llama``, …). It may define any subset of COMPONENTS; a missing
-one is "not provided" (skipped), a module that cannot be imported or defines none is a usage error.
+short adapter id (``torch``, ``hf-llama``, …). It may define any subset of the components (the records of
+``properties.library.components``); a missing one is "not provided" (skipped), a module that cannot be imported
+or defines none is a usage error.
 Selection precedence: CLI argument > pytest ``--impl`` > ``NANOLM_IMPL`` > ``nanolm_core``.
 """
 
@@ -16,7 +17,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from properties.library import state
+from properties.library import components, state
 from properties.library.conventions import ConventionError
 from properties.library.subject import COMPONENTS, Implementation, NotProvided
 
@@ -122,7 +123,7 @@ def load(spec: str | None = None) -> Implementation:
     if not impl.provided:
         raise ImplementationError(
             f"implementation {spec!r} ({getattr(module, '__file__', module)}) defines none of "
-            f"{', '.join(COMPONENTS)}; see the implementation contract in the README"
+            f"{', '.join(components.names())}; see the implementation contract in the README"
         )
     try:
         impl.conventions  # noqa: B018 — validated once here: a misspelt declaration is a usage error, not ignored

@@ -26,9 +26,9 @@ from properties.commands.results import (
     headroom_text,
     mark,
 )
+from properties.library import components as records
 from properties.library.assertions import plural, relayout
 from properties.library.conventions import parse_all
-from properties.library.subject import COMPONENTS
 from properties.running import findings
 from properties.running.runner import Law, LawResult
 from properties.running.session import Selection, SubjectInfo
@@ -160,7 +160,7 @@ def check_header(info: SubjectInfo, selection: Selection, planned: int) -> str:
         f"  profile {selection.profile}{seeded}, devices {', '.join(selection.devices)}, {planned} law runs",
     ]
     lines += wrap(f"  skipped: {info.skip_reason}") if info.skip_reason else []
-    for component, declared in parse_all(info.conventions, COMPONENTS).items():
+    for component, declared in parse_all(info.conventions, records.names()).items():
         if component in info.provided and declared.summary():
             lines += wrap(f"  declared {component}: {declared.summary()}")
     return "\n".join(lines)
