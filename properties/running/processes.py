@@ -10,7 +10,12 @@ does so before its own imports), so the server's imports run beside the verifier
 A forked worker inherits the server's environment, not the verifier's: :func:`environment` snapshots the
 verifier's at the moment a pool starts, and the worker installs it before doing anything else (sys.path and
 the working directory travel with multiprocessing's own preparation data, as for ``spawn``). Where the
-platform has no fork server (Windows), workers are spawned.
+platform has no fork server (Windows), workers are spawned. The server holds /dev/null, never the caller's
+output, and ends with the verifier.
+
+The command line's signal handling outside a run session is here too (:func:`stop_on_signals`): Ctrl-C or
+SIGTERM before a run stops the command at once, after one once its output is written; either way the exit
+status is 128 + the signal.
 """
 
 from __future__ import annotations

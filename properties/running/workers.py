@@ -15,13 +15,18 @@ a result record:
 * it raises ``SystemExit``, ``KeyboardInterrupt`` (workers ignore SIGINT: only the subject can raise it there)
   or pytest's ``Skipped`` → failed, cause ``crash`` (``run_law`` reports it; this module is the backstop);
 * it prints → into the worker's log file, never into the parent's output (the tail appears in crash messages);
+* it starts processes → they end with the worker: each worker runs in its own session and process group, killed
+  as a group, and adopts (as subreaper) what leaves the group, found among its descendants when it is stopped —
+  a background process never outlives the run, nor writes after it;
 * it changes torch's global state → the harness reports it against the subject and restores it
   (``properties.library.state``); the worker re-establishes the assumed state before every law.
 
 A worker's memory is capped (``RLIMIT_AS``, CPU-only runs) so a runaway allocation is a ``MemoryError`` in the
 worker, not the machine's OOM killer. Hypothesis' own files go to the run's temporary directory, never to the
-user's working directory. Ctrl-C or SIGTERM in the parent stops the workers; the results so far are returned
-with ``interrupted`` set, so the caller can still write the table and a partial report.
+user's working directory. Ctrl-C or SIGTERM in the parent stops the workers (while they load the subject too);
+the results so far are returned with ``interrupted`` set, so the caller can still write the table and a partial
+report. A busy worker is kept until it answers, ends or times out, whatever its exit status reads (when the fork
+server dies every worker reads as ended): no task is dropped (the session reports any without a result).
 """
 
 from __future__ import annotations
