@@ -19,14 +19,10 @@ import argparse
 import sys
 from typing import Any
 
-from golden.formats import NAMES
+from properties.commands.helptext import DTYPE_NAMES as NAMES
 from properties.commands.helptext import Formatter
-from properties.commands.render.text import failure_text
-from properties.running import devices as _devices
 from properties.running.loading import ImplementationError
 from properties.running.profiles import PROFILES
-from properties.running.runner import LAWS, Task, load_counterexample
-from properties.running.session import RunOptions, Session
 
 __all__ = ["main", "register"]
 
@@ -92,6 +88,11 @@ def _problem(case: dict[str, Any]) -> str | None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from properties.commands.render.text import failure_text
+    from properties.running import devices as _devices
+    from properties.running.runner import LAWS, Task, load_counterexample
+    from properties.running.session import RunOptions, Session
+
     try:
         case = load_counterexample(args.file)
     except ValueError as exc:

@@ -53,10 +53,6 @@ class Case:
         return dataclasses.replace(self, params=dict(params))
 
 
-# The generic law families (one law per record, or one law reading the record); the matrix lists each.
-FAMILIES = ("layout",)
-
-
 @dataclasses.dataclass(frozen=True)
 class Component:
     """One component of the contract. The callables take the record's :class:`Case`; they import what they use."""
@@ -274,6 +270,10 @@ _NORM_KEYS = (
 _LINEAR_KEYS = ("compute_dtype", "flush_subnormals", "reduction", "accumulation_dtype", "dtypes", "batch_invariant")
 
 
+_NO_CONFIG = "built from its dimensions, not from a ModelConfig: no parameter budget a config implies"
+_NO_SEQUENCE = "row by row: no sequence dimension (a row's result depends on that row only)"
+
+
 def _batch(min_rows: int) -> Any:
     from hypothesis import strategies as st
 
@@ -365,6 +365,10 @@ register(
         from_terms=lambda t: ({"weight": t["weight"]}, {"eps": t["eps"]}),
         of_native=_rmsnorm_of,
         wide=lambda dtype: _strategies().RMSNORM_PINS["wide rows, D=512"].build(dtype),
+        not_applicable={
+            "budget": _NO_CONFIG,
+            "sequence": _NO_SEQUENCE,
+        },
     )
 )
 
@@ -443,6 +447,12 @@ register(
         slug="swiglu",
         of_native=_swiglu_of,
         cheap={"max_dim": 128},
+        not_applicable={
+            "budget": _NO_CONFIG + " (its three matrices of the FFN width: swiglu_has_three_matrices_of_ffn_dim)",
+            "domain": "no domain limit of its own: W·x overflows only where the dtype's range does, and the bound "
+            "marks those rows not judged",
+            "sequence": _NO_SEQUENCE,
+        },
     )
 )
 
@@ -553,6 +563,10 @@ register(
         from_terms=_block_terms,
         of_native=_block_of,
         cheap={"max_dim": 32, "max_tokens": 4},
+        not_applicable={
+            "domain": "its norms' limit is RMSNorm's (rmsnorm_is_exact_up_to_the_overflow_threshold); past it the "
+            "residual stream itself leaves the dtype's range",
+        },
     )
 )
 
@@ -630,6 +644,12 @@ register(
         of_native=_add_of,
         wide=lambda dtype: _strategies().ADD_RMSNORM_PINS["wide rows, D=1024"].build(dtype),
         not_applicable={
+            "budget": _NO_CONFIG,
+            "sequence": _NO_SEQUENCE,
+            "domain": "not yet: its norm meets RMSNorm's Σh² limit, and the domain law is written for RMSNorm only "
+            "(a generic domain family is left to do)",
+            "lifecycle": "not yet: the lifecycle laws are written per component and none for AddRMSNorm (its state is "
+            "RMSNorm's one weight; a generic lifecycle family is left to do)",
             "diagnosis": "a recorded AddRMSNorm call has two inputs and two outputs; the diagnosis re-evaluates "
             "calls of one input and one output (the failure's own message stands without a diagnosis line)",
         },

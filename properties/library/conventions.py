@@ -124,6 +124,7 @@ _DEFAULT_COMPUTE = {
 # it is found by :meth:`Conventions.excuse`.
 NOT_MODELLED = {
     "gradients_pass_gradcheck": "fp64 finite-difference gradcheck needs fp64 arithmetic",
+    "second_derivatives_pass_gradgradcheck": "fp64 finite differences of the first derivative need fp64 arithmetic",
     "is_identity_when_branches_are_zeroed": "the exact identity holds where the residual stays in the input dtype; "
     "computed in the narrower dtype it rounds x (and v)",
     "sum_is_rounded_once": "x + r computed in the narrower dtype is rounded twice (to it, then stored)",

@@ -35,18 +35,29 @@ class Family:
     axis: str
     define: Callable[[components.Component], tuple[str, ...]]
     laws: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)  # component -> its law ids
+    # why the family cannot apply to a record, derived from the record itself (None: it applies) — for a rule that
+    # holds for every component alike ("a linear layer's input must be in its weight's dtype"); a reason particular
+    # to one component stays in its record's ``not_applicable``
+    reason: Callable[[components.Component], str | None] | None = None
+
+    def not_applicable(self, rec: components.Component) -> str | None:
+        """Why this family does not apply to ``rec`` (its record's word first), or None."""
+        return rec.not_applicable.get(self.name) or (self.reason(rec) if self.reason is not None else None)
 
 
 FAMILIES: dict[str, Family] = {}
 
 
-def family(name: str, *, axis: str) -> Callable[[Callable[..., tuple[str, ...]]], Family]:
-    """Register the definer of family ``name`` and apply it to every record (but those that give a reason)."""
+def family(
+    name: str, *, axis: str, reason: Callable[[components.Component], str | None] | None = None
+) -> Callable[[Callable[..., tuple[str, ...]]], Family]:
+    """Register the definer of family ``name`` and apply it to every record (but those that give a reason — in
+    ``record.not_applicable``, or derived by ``reason(record)``)."""
 
     def register(define: Callable[[components.Component], tuple[str, ...]]) -> Family:
         if name in FAMILIES:
             raise ValueError(f"law family {name!r} is defined twice")
-        f = FAMILIES[name] = Family(name, axis, define)
+        f = FAMILIES[name] = Family(name, axis, define, reason=reason)
         for rec in components.RECORDS.values():
             _define(f, rec)
         return f
@@ -55,7 +66,7 @@ def family(name: str, *, axis: str) -> Callable[[Callable[..., tuple[str, ...]]]
 
 
 def _define(f: Family, rec: components.Component) -> tuple[str, ...]:
-    if f.name in rec.not_applicable or rec.name in f.laws:
+    if f.not_applicable(rec) is not None or rec.name in f.laws:
         return f.laws.get(rec.name, ())
     ids = tuple(f.define(rec))
     f.laws[rec.name] = ids

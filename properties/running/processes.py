@@ -12,10 +12,6 @@ verifier's at the moment a pool starts, and the worker installs it before doing 
 the working directory travel with multiprocessing's own preparation data, as for ``spawn``). Where the
 platform has no fork server (Windows), workers are spawned. The server holds /dev/null, never the caller's
 output, and ends with the verifier.
-
-The command line's signal handling outside a run session is here too (:func:`stop_on_signals`): Ctrl-C or
-SIGTERM before a run stops the command at once, after one once its output is written; either way the exit
-status is 128 + the signal.
 """
 
 from __future__ import annotations
@@ -27,17 +23,7 @@ import os
 import signal
 from multiprocessing.context import BaseContext
 
-__all__ = [
-    "PRELOAD",
-    "Stopped",
-    "context",
-    "defer_stops",
-    "environment",
-    "install_environment",
-    "pending_stop",
-    "stop_on_signals",
-    "warm_up",
-]
+__all__ = ["PRELOAD", "context", "environment", "install_environment", "warm_up"]
 
 PRELOAD = ["properties.running.workers"]  # torch, numpy, Hypothesis, golden, the law library and the runner
 
@@ -103,44 +89,3 @@ def install_environment(env: dict[str, str]) -> None:
     """In a worker: the verifier's environment replaces the one inherited from the fork server."""
     os.environ.clear()
     os.environ.update(env)
-
-
-# ---------------------------------------------------------------------------------- signals outside a session
-
-
-class Stopped(BaseException):
-    """Ctrl-C or SIGTERM outside a run session (start-up, parsing): ``signum`` is the signal."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-_stops: dict[str, int | bool | None] = {"defer": False, "pending": None}
-
-
-def stop_on_signals() -> None:
-    """The command line's handlers for SIGINT and SIGTERM outside a session (a session installs its own, which
-    return the results so far): before a run they raise :class:`Stopped`; once a run has returned
-    (:func:`defer_stops`) they are remembered instead, so that the table and the report are still written —
-    :func:`pending_stop` then names the signal, and the command exits 128 + it."""
-
-    def handler(signum: int, frame: object) -> None:
-        if _stops["defer"]:
-            _stops["pending"] = _stops["pending"] or signum
-        else:
-            raise Stopped(signum)
-
-    for s in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(s, handler)
-
-
-def defer_stops() -> None:
-    """From now on a signal stops the command after its output is written (the run has returned)."""
-    _stops["defer"] = True
-
-
-def pending_stop() -> int | None:
-    """The signal remembered since :func:`defer_stops` (None: none came)."""
-    pending = _stops["pending"]
-    return int(pending) if pending else None

@@ -46,7 +46,7 @@ from properties.library.laws import LAWS
 from properties.library.subject import Implementation, NotProvided
 from properties.library.table import Law, law
 from properties.running import databases, devices, profiles
-from properties.running.loading import load
+from properties.running.loading import UsageError, load
 
 __all__ = [
     "COUNTEREXAMPLE_FORMAT",
@@ -68,10 +68,6 @@ __all__ = [
 ]
 
 DEVICES = ("cpu", "cuda")  # the devices the pytest conformance tests are parametrized over
-
-
-class UsageError(ValueError):
-    """A bad selection (law, dtype, device): a usage error, exit status 2 on the command line."""
 
 
 @dataclasses.dataclass

@@ -27,7 +27,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 
-from properties.running import expectations, processes, profiles
+from properties.running import expectations, profiles, stops
 from properties.running.loading import ImplementationError
 from properties.running.runner import LawResult, Task, plan
 from properties.running.workers import (
@@ -261,7 +261,7 @@ def run(
                     break
         except Interrupted as exc:
             out.interrupted = exc.signum
-    processes.defer_stops()  # a signal from here on stops the command after its report is written
+    stops.defer_stops()  # a signal from here on stops the command after its report is written
     out.duration = time.perf_counter() - start
     return out
 
