@@ -116,6 +116,7 @@ def _matrix(args: argparse.Namespace) -> int:
         print(matrix.text())
         return 0
     path = arguments.output_file(args.markdown, "--markdown")
+    arguments.distinct({"--markdown": path}, arguments.run_inputs(args.impl))
     Path(path).write_text(matrix.markdown(), encoding="utf-8")
     print(f"wrote {path}")
     return 0
@@ -137,6 +138,7 @@ def main(args: argparse.Namespace) -> int:
         try:
             laws = select_laws(args.only)
             listing = arguments.output_file(args.json_path, "--json") if args.json_path not in (None, "-") else None
+            arguments.distinct({"--json": listing}, arguments.run_inputs(args.impl))
         except UsageError as exc:
             return _usage(exc)
         if args.json_path is None:

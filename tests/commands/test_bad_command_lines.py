@@ -117,6 +117,8 @@ ROWS: list[tuple[list[str], str, int]] = [
     (["check", "--json", "{corpus}/../data/block.json"], "stored golden corpus", 2),
     (["check", "--json", "{shipped}"], "shipped expectations file", 2),
     (["check", "--json", "{t}/new.json", "--baseline", "{t}/new.json"], "name the same path", 2),
+    (["check", "--list", "--json", "{corpus}/MANIFEST.json"], "stored golden corpus", 2),
+    (["check", "{t}/impl.py", "--list", "--matrix", "--markdown", "{t}/impl.py"], "is the implementation", 2),
     (["check", "--json", "{t}/dir/../new.json", "--baseline", "{t}/new.json"], "name the same path", 2),
     # check: numbers
     (["check", "--timeout", "inf"], "--timeout inf", 2),
