@@ -7,14 +7,16 @@
   pull request 812); with an older installed version the component's laws are skipped as "not implemented".
 - Block: not provided (Liger patches whole HF models, it has no decoder layer of its own).
 
-Liger's kernels are Triton and need a CUDA device; ``liger_kernel`` itself is imported lazily (only when a
-component is constructed), so importing this module never fails: on a machine without CUDA or without the
-package, ``SKIP_REASON`` says why and every law is skipped with that reason.
+Liger's kernels are Triton: compiled on a CUDA device, interpreted elsewhere (Triton's interpreter in the workers,
+``properties.running.interpreted``: ``--triton auto``, the default). ``liger_kernel`` itself is imported lazily
+(only when a component is constructed), so importing this module never fails: without the package, ``SKIP_REASON``
+says why and every law is skipped with that reason.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import types
 from typing import Any
 
@@ -25,7 +27,9 @@ from properties.adapters import call_with, hide
 from properties.adapters.hf import LLAMA_MLP
 from properties.adapters.kit import library_params
 
-__all__ = ["CONVENTIONS", "SKIP_REASON", "AddRMSNorm", "RMSNorm", "SwiGLU", "skip_reason"]
+__all__ = ["CONVENTIONS", "SKIP_REASON", "TRITON_KERNELS", "AddRMSNorm", "RMSNorm", "SwiGLU", "skip_reason"]
+
+TRITON_KERNELS = True  # its kernels are Triton: interpreted in the workers where there is no CUDA device
 
 CASTING_MODE = "llama"
 
@@ -72,11 +76,12 @@ CONVENTIONS = {
 
 
 def skip_reason() -> str | None:
-    """Why Liger cannot run here (None when it can): the package is missing or there is no CUDA device."""
+    """Why Liger cannot run here (None when it can): the package is missing, or there is neither a CUDA device nor
+    Triton's interpreter (``TRITON_INTERPRET=1``, which the suite sets in its workers: ``--triton``)."""
     if importlib.util.find_spec("liger_kernel") is None:
-        return "liger-kernel is not installed (pip install 'nanolm-verify[liger]'; its Triton kernels need CUDA)"
-    if not torch.cuda.is_available():
-        return "liger-kernel's Triton kernels need a CUDA device; none is available"
+        return "liger-kernel is not installed (pip install 'nanolm-verify[triton]')"
+    if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
+        return "liger-kernel's Triton kernels need a CUDA device or Triton's interpreter (--triton interpret)"
     return None
 
 

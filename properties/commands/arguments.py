@@ -18,6 +18,7 @@ from properties.library.subject import COMPONENTS
 from properties.running import databases as _databases
 from properties.running import devices as _devices
 from properties.running import expectations as _expectations
+from properties.running import interpreted as _interpreted
 from properties.running import profiles
 from properties.running.loading import resolve_spec
 from properties.running.runner import UsageError
@@ -234,6 +235,11 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         type=float, default=None, metavar="GB",
         help="memory cap per worker, GiB (default: 90 %% of the memory, shared by the workers)",
     )),
+    "triton": (("--triton",), dict(
+        choices=_interpreted.MODES, default="auto",
+        help="how Triton kernels run in the workers: interpret (Triton's interpreter, CPU tensors), compiled "
+        "(CUDA), auto (default: interpreted where there is no CUDA device)",
+    )),
     "expectations": (("--expectations",), dict(
         action="append", default=[], metavar="FILE",
         help="your xfail/skip entries (format: properties/running/expectations.py), applied before the "
@@ -266,7 +272,7 @@ def add_selection(parser: argparse.ArgumentParser, *, laws: bool = True) -> Any:
 def add_run_options(parser: argparse.ArgumentParser, *, database: bool = True) -> Any:
     """The group "how to run": workers, threads, time limit, memory cap (and an example database) → the group."""
     group = parser.add_argument_group("how to run", "example: --workers 1 --timeout 120 --memory-limit 4")
-    add(group, "workers", "threads", "timeout", "memory_limit", *(("database",) if database else ()))
+    add(group, "workers", "threads", "timeout", "memory_limit", "triton", *(("database",) if database else ()))
     return group
 
 
@@ -308,6 +314,7 @@ def run_options(args: argparse.Namespace, profile: str) -> RunOptions:
         timeout=positive(timeout, "--timeout") if timeout is not None else None,
         memory_gib=positive(memory, "--memory-limit") if memory is not None else None,
         threads=threads(getattr(args, "threads", 1)),
+        triton=getattr(args, "triton", "auto"),
     )
 
 

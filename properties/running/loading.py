@@ -52,6 +52,7 @@ ADAPTERS = {
     "timm": "properties.adapters.timm",
     "onnxruntime": "properties.adapters.onnx_runtime",
     "liger": "properties.adapters.liger",
+    "fla": "properties.adapters.fla",
 }
 
 

@@ -26,7 +26,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 
-from properties.running import expectations, profiles
+from properties.running import devices, expectations, interpreted, profiles
 from properties.running.loading import ImplementationError
 from properties.running.runner import LawResult, Task, plan
 from properties.running.workers import (
@@ -81,12 +81,14 @@ class Selection:
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
     """How a run goes: worker processes per implementation, the per-law time limit (s), the memory cap of a
-    worker (bytes; None: none) and torch's CPU threads in a worker."""
+    worker (bytes; None: none), torch's CPU threads in a worker and how Triton kernels run there ("interpret",
+    "compiled", or "" where Triton is not installed: ``interpreted.choose``)."""
 
     workers: int
     timeout: float
     memory_limit: int | None = None
     threads: int = 1
+    triton: str = ""
 
     @classmethod
     def of(
@@ -97,12 +99,17 @@ class RunOptions:
         timeout: float | None = None,
         memory_gib: float | None = None,
         threads: int = 1,
+        triton: str = "auto",
     ) -> RunOptions:
         """The options with every default filled in (the one place they are decided): one worker per CPU (at most
-        one per 4 GiB), the profile's time limit, 90 % of the memory shared by the workers."""
+        one per 4 GiB), the profile's time limit, 90 % of the memory shared by the workers, Triton kernels
+        interpreted where there is no CUDA device (``triton="auto"``)."""
         workers = workers or default_workers()
         memory = int(memory_gib * 2**30) if memory_gib else default_memory_limit(workers)
-        return cls(workers, timeout or profiles.get(profile).timeout, memory, threads)
+        chosen = interpreted.choose(
+            triton, cuda="cuda" in devices.accelerators(), installed=interpreted.triton_installed()
+        )
+        return cls(workers, timeout or profiles.get(profile).timeout, memory, threads, chosen)
 
 
 @dataclasses.dataclass
@@ -152,7 +159,13 @@ class Session:
         if spec not in self._pools:
             o = self.options
             self._pools[spec] = Pool(
-                spec, workers=o.workers, timeout=o.timeout, memory_limit=o.memory_limit, threads=o.threads, start=start
+                spec,
+                workers=o.workers,
+                timeout=o.timeout,
+                memory_limit=o.memory_limit,
+                threads=o.threads,
+                start=start,
+                triton=o.triton,
             )
         return self._pools[spec].info
 

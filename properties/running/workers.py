@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from properties.running import processes
+from properties.running import interpreted, processes
 from properties.running.loading import ImplementationError
 from properties.running.runner import LAWS, LawResult, Task
 
@@ -76,6 +76,7 @@ class SubjectInfo:
     skip_reason: str | None
     conventions: dict[str, dict[str, Any]]
     import_effects: tuple[str, ...] = ()
+    kernels: str = ""  # how its Triton kernels run ("" when it has none): interpreted.describe
 
     @classmethod
     def unknown(cls, spec: str) -> SubjectInfo:
@@ -93,6 +94,7 @@ class SubjectInfo:
             impl.skip_reason,
             {c: impl.convention(c) for c in impl.provided},
             tuple(impl.import_effects),
+            interpreted.describe(impl.module),
         )
 
 
@@ -135,6 +137,7 @@ def _worker_main(conn: multiprocessing.connection.Connection, spec: str, options
     """The worker process: load the implementation, then answer run requests until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     processes.install_environment(options.environ)
+    interpreted.prepare()  # Triton's interpreter and its bridges, before the subject imports Triton
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -324,11 +327,13 @@ class Pool:
         memory_limit: int | None = None,
         threads: int = 1,
         start: int | None = None,
+        triton: str = "",
     ) -> None:
         self.spec = spec
         self.size = max(1, workers)
         self._tmp = tempfile.mkdtemp(prefix="nanolm-verify-")
         environ = {**processes.environment(), "HYPOTHESIS_STORAGE_DIRECTORY": str(Path(self._tmp) / "hypothesis")}
+        environ.update(interpreted.worker_environ(triton))  # the workers' only: the verifier's stays as it is
         self.options = WorkerOptions(timeout, memory_limit, threads, self._tmp, environ)
         self._started = 0
         self._workers: list[_Worker] = []

@@ -62,6 +62,7 @@ def check_report(run: Run, info: SubjectInfo, *, threads: int = 1) -> dict[str, 
             "skip_reason": info.skip_reason,
             "conventions": info.conventions,
             "import_effects": list(info.import_effects),
+            "kernels": info.kernels,
             "declarations": [d.to_json() for d in findings.subject_declarations(results, info)],
         },
         "platform": {

@@ -1,0 +1,285 @@
+"""Triton kernels without a GPU: the Triton interpreter in the worker processes, its gaps bridged here (one place).
+
+Triton ships an interpreter (``TRITON_INTERPRET=1``): a ``@triton.jit`` kernel decorated while the variable is set
+runs on CPU tensors, program by program, each ``tl`` operation a numpy operation. A kernel's *logic* — masks and
+tails, strides, the grid and its row limits, what each program reads and writes, dtype conversions, the
+accumulation dtype, the tensors a backward saves — is executed as written, so the laws judge it as they judge any
+implementation. What the interpreter cannot show is listed in docs/adapters.md ("Triton kernels, interpreted").
+
+**Where it runs.** Only in the workers (:mod:`properties.running.workers`): the verifier chooses the mode
+(:func:`choose`, from ``--triton auto|interpret|compiled``) and hands the workers their variables
+(:func:`worker_environ`); a worker calls :func:`prepare` after installing that environment and before importing
+the implementation, so ``TRITON_INTERPRET`` is set before Triton is imported there (the fork server never imports
+it) and the bridges below are installed into that worker's Triton only. The verifier's process — the user's — never
+sets the variable and never imports Triton for this.
+
+**The bridges** (each tested on its own against numpy: ``tests/adapters/test_triton_interpreter.py``):
+
+* :func:`scalar` — a Python ``float`` kernel argument. Compiled Triton specializes it to an fp32 scalar
+  (``mangle_type(1e-6) == "fp32"``); the interpreter's ``_implicit_cvt`` wraps ints and pointers but leaves a
+  float a float, so ``eps.to(tl.float32)`` raises. The bridge wraps it as the fp32 scalar the compiler passes.
+* :data:`LIBDEVICE` — ``triton.language.extra.libdevice`` functions (``rsqrt``, ``exp``, ``tanh`` …). Compiled,
+  the stub module's calls are replaced by CUDA libdevice (``__nv_rsqrtf`` …); interpreted, a stub returns
+  ``None`` and the CUDA module's ``extern_elementwise`` raises "not supported in interpreter mode"
+  (triton-lang/triton#10366). The bridge binds each stub a kernel uses to the CUDA module's definition (its dtype
+  dispatch: which symbol for fp32, which for fp64) and evaluates the symbol with numpy: in fp64, rounded once to
+  the result dtype — within the maximum ulp error CUDA documents for that libdevice function
+  (``Libdevice.ulps``), which the tests check; a symbol not in the table raises naming it.
+* :func:`no_clock` — ``triton.autotune``: there is no clock to tune against (the interpreter's timings say nothing
+  of a GPU's, and ``do_bench`` needs a GPU driver). Every config times the same, so the autotuner keeps its
+  *first* config — compiled, it keeps the fastest: the block sizes a run exercises can differ (docs/adapters.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import sys
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "ENV",
+    "LIBDEVICE",
+    "MODES",
+    "Libdevice",
+    "choose",
+    "describe",
+    "install",
+    "interpreting",
+    "prepare",
+    "scalar",
+    "uses_triton",
+    "worker_environ",
+]
+
+MODES = ("auto", "interpret", "compiled")
+ENV = "NANOLM_TRITON"  # the mode the verifier chose, as the workers see it ("interpret" or "compiled")
+INTERPRET = "TRITON_INTERPRET"
+
+
+# ------------------------------------------------------------------------------------------- the verifier's side
+
+
+def triton_installed() -> bool:
+    return importlib.util.find_spec("triton") is not None
+
+
+def choose(mode: str, *, cuda: bool, installed: bool, environ: Mapping[str, str] = os.environ) -> str:
+    """The mode a run's workers get: "interpret", "compiled" or "" (no Triton: nothing to choose).
+
+    ``auto``: interpreted where there is no CUDA device (or the user's environment already says
+    ``TRITON_INTERPRET=1``), compiled where there is one. ``interpret`` / ``compiled``: as named (compiled without
+    CUDA: the kernels fail to launch, a result about them)."""
+    if mode not in MODES:
+        raise ValueError(f"--triton must be one of {', '.join(MODES)}, not {mode!r}")
+    if not installed:
+        return ""
+    if mode == "auto":
+        return "interpret" if environ.get(INTERPRET) == "1" or not cuda else "compiled"
+    return mode
+
+
+def worker_environ(chosen: str) -> dict[str, str]:
+    """The variables a worker's environment gets for the chosen mode (the verifier's own is never changed)."""
+    if not chosen:
+        return {}
+    return {ENV: chosen, INTERPRET: "1" if chosen == "interpret" else "0"}
+
+
+# ---------------------------------------------------------------------------------------------- the worker's side
+
+
+def interpreting() -> bool:
+    """In a worker: are Triton kernels interpreted here?"""
+    return os.environ.get(INTERPRET) == "1" and triton_installed()
+
+
+def prepare() -> None:
+    """In a worker, before the implementation is imported: the bridges, when kernels are interpreted here."""
+    if interpreting():
+        install()
+
+
+def uses_triton(module: ModuleType) -> bool:
+    """Does the implementation run Triton kernels? It says so (``TRITON_KERNELS = True``: the adapters, whose library
+    is imported lazily) or its module holds Triton: ``import triton`` / ``triton.language``, or a jit kernel."""
+    if getattr(module, "TRITON_KERNELS", False) is True:
+        return True
+    if "triton" not in sys.modules:
+        return False
+    kernel = sys.modules["triton"].runtime.jit.KernelInterface
+    for value in list(vars(module).values()):
+        if isinstance(value, ModuleType) and value.__name__.split(".", 1)[0] == "triton":
+            return True
+        if isinstance(value, kernel):
+            return True
+    return False
+
+
+def describe(module: ModuleType) -> str:
+    """How the implementation's Triton kernels run, for the report ("" when it has none)."""
+    if not uses_triton(module):
+        return ""
+    if interpreting():
+        return (
+            "Triton kernels interpreted (TRITON_INTERPRET=1 in the workers: numpy on the CPU, program by program; "
+            "fidelity: docs/adapters.md)"
+        )
+    return "Triton kernels compiled"
+
+
+# ------------------------------------------------------------------------------------------------------- bridges
+
+
+@dataclasses.dataclass(frozen=True)
+class Libdevice:
+    """One libdevice symbol: its numpy evaluation (in fp64) and the maximum ulp error CUDA documents for it (the
+    CUDA C++ Programming Guide, "Mathematical Functions": single and double precision tables)."""
+
+    function: Callable[..., np.ndarray]
+    ulps: float
+
+
+def _fp64(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    return lambda *args: fn(*(np.asarray(a, dtype=np.float64) for a in args))
+
+
+def _erf(a: np.ndarray) -> np.ndarray:
+    import math
+
+    return np.vectorize(math.erf, otypes=[np.float64])(a)
+
+
+_MATH = {
+    "rsqrt": (_fp64(lambda a: 1.0 / np.sqrt(a)), 2, 1),
+    "sqrt": (_fp64(np.sqrt), 0, 0),
+    "exp": (_fp64(np.exp), 2, 1),
+    "exp2": (_fp64(np.exp2), 2, 1),
+    "log": (_fp64(np.log), 1, 1),
+    "log2": (_fp64(np.log2), 1, 1),
+    "tanh": (_fp64(np.tanh), 2, 1),
+    "erf": (_fp64(_erf), 2, 2),
+    "sin": (_fp64(np.sin), 2, 2),
+    "cos": (_fp64(np.cos), 2, 2),
+}
+# symbol → bridge: __nv_<f>f is the fp32 function, __nv_<f> the fp64 one (ulps: the documented maximum of each)
+LIBDEVICE: dict[str, Libdevice] = {
+    **{f"__nv_{name}f": Libdevice(fn, single) for name, (fn, single, _) in _MATH.items()},
+    **{f"__nv_{name}": Libdevice(fn, double) for name, (fn, _, double) in _MATH.items()},
+}
+
+
+def scalar(arg: Any) -> Any:
+    """A kernel argument as compiled Triton passes it: a Python float becomes an fp32 scalar (None: not a float)."""
+    if isinstance(arg, float):
+        import triton.language as tl
+        from triton.runtime.interpreter import TensorHandle
+
+        return tl.tensor(TensorHandle(np.array([arg], dtype=np.float32), tl.float32), tl.float32)
+    return None
+
+
+def _extern_elementwise(self: Any, lib_name: str, lib_path: str, symbol: str, args: list, ret: Any, pure: bool) -> Any:
+    from triton.runtime.interpreter import TensorHandle, _get_np_dtype
+
+    bridge = LIBDEVICE.get(symbol)
+    if bridge is None:
+        raise NotImplementedError(
+            f"libdevice {symbol} has no bridge under the Triton interpreter (properties/running/interpreted.py: "
+            f"LIBDEVICE names {', '.join(sorted(LIBDEVICE))})"
+        )
+    element = getattr(ret, "scalar", ret)  # a block's element type
+    out = bridge.function(*(a.data for a in args))
+    return TensorHandle(np.asarray(out).astype(_get_np_dtype(element)), element)
+
+
+def _bridged_libdevice() -> dict[Any, Any]:
+    """Each stub of ``triton.language.extra.libdevice`` → a function calling the CUDA module's definition with the
+    interpreter's semantic (its dtype dispatch), evaluated by ``_extern_elementwise``."""
+    import triton.language.extra.cuda.libdevice as cuda
+    import triton.language.extra.libdevice as stub
+    from triton.runtime import interpreter
+
+    out = {}
+    for name, fn in vars(stub).items():
+        target = getattr(cuda, name, None)
+        if callable(fn) and getattr(fn, "__module__", "") == stub.__name__ and target is not None:
+
+            def call(*args: Any, _target: Any = target) -> Any:
+                return _target(*args, _semantic=interpreter.interpreter_semantic)
+
+            out[fn] = call
+            out[target] = call  # `from triton.language.extra.cuda.libdevice import rsqrt` (NGC containers)
+    return out
+
+
+def no_clock(kernel_call: Callable[[], None], quantiles: Any = None, **_: Any) -> list[float]:
+    """The autotuner's benchmarker under the interpreter: no run, the same time for every config (first wins)."""
+    return [0.0, 0.0, 0.0] if quantiles else 0.0
+
+
+def _bridge(bridged: dict[Any, Any], value: Any) -> Any:
+    try:
+        return bridged.get(value)
+    except TypeError:  # an unhashable global
+        return None
+
+
+_INSTALLED: list[bool] = []
+
+
+def install() -> None:
+    """Install the bridges into this process's Triton (a worker's; idempotent)."""
+    if _INSTALLED:
+        return
+    import triton.language as tl
+    from triton.runtime import autotuner, interpreter
+
+    implicit = interpreter._implicit_cvt
+
+    def implicit_cvt(arg: Any) -> Any:
+        wrapped = scalar(arg)
+        return implicit(arg) if wrapped is None else wrapped
+
+    interpreter._implicit_cvt = implicit_cvt
+    interpreter.InterpreterBuilder.create_extern_elementwise = _extern_elementwise
+
+    bridged = _bridged_libdevice()
+    import triton.language.extra.libdevice as stub
+
+    for fn, replacement in bridged.items():  # `libdevice.rsqrt(x)` and every import from now on
+        if getattr(stub, fn.__name__, None) is fn:
+            setattr(stub, fn.__name__, replacement)
+    patch_lang = interpreter._patch_lang
+
+    launch: list[set[int]] = []  # the languages patched by the launch in progress (GridExecutor.__call__)
+
+    def patch_with_libdevice(fn: Any) -> Any:
+        for name, value in list(fn.__globals__.items()):  # a name bound before the bridges were installed
+            if callable(value) and not isinstance(value, type) and _bridge(bridged, value) is not None:
+                fn.__globals__[name] = bridged[value]
+        langs = {id(v) for v in fn.__globals__.values() if v is tl or v is tl.core}
+        if launch and langs <= launch[-1]:  # a device function called inside a launch: already patched
+            return interpreter._LangPatchScope()
+        if launch:
+            launch[-1].update(langs)
+        return patch_lang(fn)
+
+    grid_call = interpreter.GridExecutor.__call__
+
+    def launch_kernel(self: Any, *args: Any, **kwargs: Any) -> Any:
+        launch.append(set())
+        try:
+            return grid_call(self, *args, **kwargs)
+        finally:
+            launch.pop()
+
+    interpreter._patch_lang = patch_with_libdevice
+    interpreter.GridExecutor.__call__ = launch_kernel
+    autotuner.Autotuner.do_bench = property(lambda self: no_clock)
+    _INSTALLED.append(True)
