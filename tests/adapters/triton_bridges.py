@@ -11,11 +11,11 @@ import sys
 import numpy as np
 
 os.environ["TRITON_INTERPRET"] = "1"
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
-from triton.language.extra.libdevice import rsqrt as early_rsqrt  # noqa: E402  (bound before the bridges)
+import triton
+import triton.language as tl
+from triton.language.extra.libdevice import rsqrt as early_rsqrt
 
-from properties.running import interpreted  # noqa: E402
+from properties.running import interpreted
 
 interpreted.prepare()
 
