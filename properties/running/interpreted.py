@@ -27,6 +27,11 @@ sets the variable and never imports Triton for this.
   (``Libdevice.ulps``), which the tests check; a symbol not in the table raises naming it. The bridge is *more*
   accurate than the GPU's libdevice (≤ 0.5 ulp where CUDA allows 1–2): a kernel whose result depends on
   libdevice's own rounding can pass interpreted and differ compiled (docs/adapters.md).
+* :func:`_bridge_bf16` — bf16 arithmetic. The interpreter keeps bf16 as raw bits (numpy has no bf16) and applies
+  numpy's ``+``, ``×`` … to the bits: ``x + r`` of two bf16 tensors gives garbage (1e36 where 0.47 belongs). The
+  bridge computes each bf16 operation on the values in fp32 and rounds once to bf16 (correctly rounded). Casts
+  to bf16 round to nearest even (:func:`bf16_bits`): the interpreter's own truncates (fp32 → bf16, off by up to an
+  ulp) or reinterprets numbers as bits (fp64 → bf16).
 * :func:`no_clock` — ``triton.autotune``: there is no clock to tune against (the interpreter's timings say nothing
   of a GPU's, and ``do_bench`` needs a GPU driver). Every config times the same, so the autotuner keeps its
   *first* config — compiled, it keeps the fastest: the block sizes a run exercises can differ (docs/adapters.md).
@@ -227,6 +232,84 @@ def no_clock(kernel_call: Callable[[], None], quantiles: Any = None, **_: Any) -
     return [0.0, 0.0, 0.0] if quantiles else 0.0
 
 
+_COMPARISONS = (np.less, np.greater, np.less_equal, np.greater_equal, np.equal, np.not_equal)
+
+
+def _bridge_bf16(builder: type, tl: Any) -> None:
+    """bf16 arithmetic: the interpreter stores bf16 as its raw bits (uint16) and applies numpy's operators to the
+    bits. Each operation on bf16 operands is done on their values in fp32 and rounded to bf16 (RNE) — the correctly
+    rounded bf16 result for +, −, ×, ÷ (fp32's 24 bits ≥ 2·8 + 2: the double rounding is innocuous), what compiled
+    Triton's bf16 arithmetic gives; comparisons compare the values."""
+    binary, unary, fma = builder.binary_op, builder.unary_op, builder.create_fma
+
+    def is_bf16(*handles: Any) -> bool:
+        return any(h.dtype.scalar == tl.bfloat16 for h in handles)
+
+    def wide(self: Any, h: Any) -> Any:
+        return self.cast_impl(h, tl.float32) if h.dtype.scalar == tl.bfloat16 else h
+
+    def binary_op(self: Any, lhs: Any, rhs: Any, op: Any) -> Any:
+        if not is_bf16(lhs, rhs):
+            return binary(self, lhs, rhs, op)
+        out = binary(self, wide(self, lhs), wide(self, rhs), op)
+        return out if op in _COMPARISONS else self.cast_impl(out, tl.bfloat16)
+
+    def unary_op(self: Any, arg: Any, op: Any) -> Any:
+        if not is_bf16(arg):
+            return unary(self, arg, op)
+        return self.cast_impl(unary(self, wide(self, arg), op), tl.bfloat16)
+
+    def create_fma(self: Any, x: Any, y: Any, z: Any) -> Any:
+        if not is_bf16(x, y, z):
+            return fma(self, x, y, z)
+        return self.cast_impl(fma(self, wide(self, x), wide(self, y), wide(self, z)), tl.bfloat16)
+
+    builder.binary_op, builder.unary_op, builder.create_fma = binary_op, unary_op, create_fma
+    cast, fp_to_fp = builder.cast_impl, builder.create_fp_to_fp
+
+    def cast_impl(self: Any, src: Any, dst_type: Any) -> Any:
+        source, target = src.dtype.scalar, dst_type.scalar
+        if (
+            tl.bfloat16 not in (source, target)
+            or source == target
+            or not (source.is_floating() and target.is_floating())
+        ):
+            return cast(self, src, dst_type)
+        values = bf16_values(src.data) if source == tl.bfloat16 else src.data
+        if target == tl.bfloat16:
+            return type(src)(bf16_bits(values), tl.bfloat16)
+        return type(src)(values.astype(_NP[target.name]), target)
+
+    def create_fp_to_fp(self: Any, src: Any, dst_type: Any, rounding_mode: Any) -> Any:
+        if tl.bfloat16 in (src.dtype.scalar, dst_type.scalar):
+            return cast_impl(self, src, dst_type)  # round to nearest even, as compiled Triton's default
+        return fp_to_fp(self, src, dst_type, rounding_mode)
+
+    builder.cast_impl, builder.create_fp_to_fp = cast_impl, create_fp_to_fp
+    builder.create_fp_ext = lambda self, src, dst_type: self.cast_impl(src, dst_type)
+    builder.create_fp_trunc = lambda self, src, dst_type: self.cast_impl(src, dst_type)
+
+
+_NP = {"fp16": np.float16, "fp32": np.float32, "fp64": np.float64}
+
+
+def bf16_values(bits: np.ndarray) -> np.ndarray:
+    """bf16 raw bits (uint16) → their values (fp32, exact)."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def bf16_bits(values: np.ndarray) -> np.ndarray:
+    """Values (any float dtype) → bf16 raw bits, rounded once to nearest, ties to even (subnormals, overflow to ±inf,
+    NaN kept): what compiled Triton's ``.to(tl.bfloat16)`` gives. The interpreter's own cast truncates."""
+    x = np.asarray(values, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        _, e = np.frexp(x)  # |x| = m · 2^e, m ∈ [0.5, 1)
+        quantum = np.ldexp(1.0, np.maximum(e - 8, -133))  # bf16: 8 significant bits; subnormal quantum 2^-133
+        y = np.where(np.isfinite(x), np.round(x / quantum) * quantum, x)
+        y = np.where(np.abs(y) >= 2.0**128, np.copysign(np.inf, x), y)
+    return (y.astype(np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+
+
 def _bridge(bridged: dict[Any, Any], value: Any) -> Any:
     try:
         return bridged.get(value)
@@ -284,6 +367,7 @@ def install() -> None:
             launch.pop()
 
     interpreter._patch_lang = patch_with_libdevice
+    _bridge_bf16(interpreter.InterpreterBuilder, tl)
     interpreter.GridExecutor.__call__ = launch_kernel
     autotuner.Autotuner.do_bench = property(lambda self: no_clock)
     _INSTALLED.append(True)

@@ -74,6 +74,24 @@ def test_a_libdevice_name_bound_before_the_bridges_is_bridged_at_launch(ran):
     assert np.array_equal(ys, (1 / np.sqrt(xs.astype(np.float64))).astype(np.float32))
 
 
+def _bf16_rne(values: np.ndarray) -> np.ndarray:
+    """fp32 values → bf16 (as fp32), round to nearest even, by numpy's bits (finite inputs)."""
+    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
+    return rounded.astype(np.uint32).view(np.float32)
+
+
+@triton_installed
+def test_bf16_arithmetic_and_casts_round_to_nearest_even(ran):
+    a, b, total, cast, cast64 = (np.asarray(v, dtype=np.float32) for v in ran["bf16"])
+    assert np.array_equal(total, _bf16_rne(a + b))  # a + b is exact in fp32: one rounding to bf16
+    wide = a * np.float32(1.0009765625)
+    assert np.array_equal(cast, _bf16_rne(wide)), "fp32 → bf16 must round to nearest even (the interpreter truncates)"
+    assert np.array_equal(cast64, _bf16_rne(wide))
+    truncated = (wide.view(np.uint32) >> 16 << 16).view(np.float32)
+    assert not np.array_equal(_bf16_rne(wide), truncated), "no rounding up was exercised"
+
+
 @triton_installed
 def test_autotuning_keeps_the_first_config_without_timing(ran):
     assert ran["autotune"] == [1]

@@ -67,6 +67,17 @@ def unary_kernel(X, Y, n, FN: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(Y + offs, y, mask=offs < n)
 
 
+@triton.jit
+def bf16_kernel(A, B, SUM, CAST, CAST64, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(A + offs, mask=offs < n)  # bf16
+    b = tl.load(B + offs, mask=offs < n)
+    tl.store(SUM + offs, a + b, mask=offs < n)  # bf16 arithmetic
+    wide = a.to(tl.float32) * 1.0009765625  # fp32 values between bf16 neighbours, ties included
+    tl.store(CAST + offs, wide.to(tl.bfloat16), mask=offs < n)
+    tl.store(CAST64 + offs, wide.to(tl.float64).to(tl.bfloat16), mask=offs < n)
+
+
 @triton.autotune(configs=[triton.Config({"TAG": 1}), triton.Config({"TAG": 2})], key=["n"])
 @triton.jit
 def tuned_kernel(Y, n, TAG: tl.constexpr):
@@ -94,6 +105,11 @@ def main() -> None:
     ys = torch.empty_like(xs)
     early_kernel[(1,)](xs, ys, xs.numel(), BLOCK=1024)
     out["early"] = [xs.tolist(), ys.tolist()]
+    gen = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(1000, generator=gen).to(torch.bfloat16) for _ in range(2))
+    outs = [torch.empty_like(a) for _ in range(3)]
+    bf16_kernel[(1,)](a, b, *outs, a.numel(), BLOCK=1024)
+    out["bf16"] = [t.float().tolist() for t in (a, b, *outs)]
     tags = torch.zeros(1, dtype=torch.int32)
     tuned_kernel[(1,)](tags, 1)
     out["autotune"] = tags.tolist()
