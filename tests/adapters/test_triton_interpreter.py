@@ -85,7 +85,7 @@ def _bf16_rne(values: np.ndarray) -> np.ndarray:
 def test_bf16_arithmetic_and_casts_round_to_nearest_even(ran):
     a, b, total, cast, cast64 = (np.asarray(v, dtype=np.float32) for v in ran["bf16"])
     assert np.array_equal(total, _bf16_rne(a + b))  # a + b is exact in fp32: one rounding to bf16
-    wide = a * np.float32(1.0009765625)
+    wide = a * np.float32(1.01171875)
     assert np.array_equal(cast, _bf16_rne(wide)), "fp32 → bf16 must round to nearest even (the interpreter truncates)"
     assert np.array_equal(cast64, _bf16_rne(wide))
     truncated = (wide.view(np.uint32) >> 16 << 16).view(np.float32)

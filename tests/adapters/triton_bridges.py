@@ -73,7 +73,7 @@ def bf16_kernel(A, B, SUM, CAST, CAST64, n, BLOCK: tl.constexpr):
     a = tl.load(A + offs, mask=offs < n)  # bf16
     b = tl.load(B + offs, mask=offs < n)
     tl.store(SUM + offs, a + b, mask=offs < n)  # bf16 arithmetic
-    wide = a.to(tl.float32) * 1.0009765625  # fp32 values between bf16 neighbours, ties included
+    wide = a.to(tl.float32) * 1.01171875  # fp32 values between bf16 neighbours, ties included
     tl.store(CAST + offs, wide.to(tl.bfloat16), mask=offs < n)
     tl.store(CAST64 + offs, wide.to(tl.float64).to(tl.bfloat16), mask=offs < n)
 
