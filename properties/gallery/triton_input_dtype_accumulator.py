@@ -1,9 +1,9 @@
 """Pitfall (Triton): the sum of squares accumulated in the input dtype — a bf16 accumulator over column chunks.
 
-The mistake: the kernel walks each row in chunks of 64 columns and keeps its running sum in
-``tl.zeros(..., dtype=X.dtype.element_ty)``: every chunk's x² is added in bf16, rounding the partial sum to 8 bits
-each time. The chunks are added to the accumulator 64 columns at a time, so at D = 4096 every one of 64 partial
-sums is rounded — the drift from an fp32 accumulation grows with D.
+The mistake: the kernel walks each row in chunks of 8 columns (a vector of 8 lanes) and keeps its running sums in
+``tl.zeros(..., dtype=X.dtype.element_ty)``: every chunk's x² is added in bf16, each lane's partial sum rounded to
+8 bits D/8 times — once a lane's sum is 2^k times a square, the squares it adds are rounded away (stagnation), so
+the drift from an fp32 accumulation grows with D.
 
 Why people make it: ``tl.zeros`` with the input's dtype reads naturally, and fp32 tests (where it is harmless)
 pass; the fp32 accumulator is a convention one has to know (Liger, vLLM, apex all accumulate in fp32).
@@ -24,16 +24,14 @@ from properties.gallery import triton_rmsnorm
 
 __all__ = ["RMSNorm"]
 
-CHUNK = 64
-
 
 @triton.jit
 def forward_kernel(X, Y, W, RSTD, stride, n_rows, n_cols, eps,
                    BLOCK: tl.constexpr, ROWS: tl.constexpr, COMPUTE: tl.constexpr):  # fmt: skip
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    acc = tl.zeros((ROWS, 64), dtype=X.dtype.element_ty)  # WRONG: the accumulator in the input dtype
-    for start in range(0, BLOCK, 64):
-        chunk = start + tl.arange(0, 64)
+    acc = tl.zeros((ROWS, 8), dtype=X.dtype.element_ty)  # WRONG: the accumulator in the input dtype
+    for start in range(0, BLOCK, 8):
+        chunk = start + tl.arange(0, 8)
         m = (rows[:, None] < n_rows) & (chunk[None, :] < n_cols)
         xc = tl.load(X + rows[:, None] * stride + chunk[None, :], mask=m, other=0.0)
         acc += xc * xc

@@ -19,6 +19,7 @@ import pytest
 from properties.running import interpreted
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.triton  # the interpreted tier (tox -e triton); skipped with the reason without Triton
 triton_installed = pytest.mark.skipif(not interpreted.triton_installed(), reason="triton is not installed")
 
 

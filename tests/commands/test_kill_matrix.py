@@ -29,7 +29,9 @@ from tests.common.proofs import assert_caught
 DESIGNATED = sorted({(p.law, p.dtype) for p in PITFALLS.values()})
 
 
-@pytest.mark.parametrize("name", list(PITFALLS))
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=[pytest.mark.triton] if p.requires == "triton" else []) for n, p in PITFALLS.items()]
+)
 def test_entry_is_caught_by_its_designated_law(name, record_property):
     pitfall = PITFALLS[name]
     if pitfall.missing:  # written in a package not installed here (the Triton entries: tox -e triton)
