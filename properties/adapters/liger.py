@@ -46,15 +46,19 @@ CONVENTIONS = {
         "eps_placement": "inside",
         "weight_offset": 0.0,
         "weight_mapping": "identity (LigerRMSNorm.weight)",
-        "backward": "in_place=True (library default): the backward writes dX into the incoming grad_output",
+        "backward": "in_place=True (library default): the backward writes dX into the incoming grad_output; "
+        "no fp64 backward (liger_kernel.ops.utils.torch_to_triton_dtype has fp32, fp16, bf16 only: KeyError)",
         "source": "liger_kernel.transformers.rms_norm.LigerRMSNorm",
     },
     "SwiGLU": {
         "formula": "y = down_proj(silu(gate_proj(x)) ⊙ up_proj(x))",
         "rounding": "linears in the module dtype; the fused kernel computes silu(gate) in fp32, rounds it to the "
         "input dtype and multiplies by up (two roundings)",
-        "compute": "module dtype, fp32 inside the silu·mul kernel",
-        "compute_dtype": "input",
+        "compute": "module dtype, fp32 inside the silu·mul kernel (fp64 inputs too: silu(gate) has fp32 accuracy)",
+        "compute_dtype": {"fp64": "fp32"},
+        "backward": "the silu·mul backward writes d(gate) and d(up) into the saved activations' storage (memory "
+        "saving, by design): a second backward through the same graph reads gradients where the activations were "
+        "(not reentrant: fp64 gradcheck's reentrancy check fails)",
         "weight_mapping": "w_gate ↔ gate_proj, w_up ↔ up_proj, w_down ↔ down_proj",
         "source": "liger_kernel.transformers.swiglu.LigerSwiGLUMLP",
     },

@@ -111,7 +111,9 @@ BUDGET_REASON = (
 )
 
 
-def budget(tasks: list[Task], kernels: str, profile: str) -> tuple[list[Task], list[LawResult]]:
+def budget(
+    tasks: list[Task], kernels: str, profile: str, provided: tuple[str, ...]
+) -> tuple[list[Task], list[LawResult]]:
     """The tasks an implementation's run keeps, and a skipped result (with the reason) for each it leaves out:
     under the ci profile, an implementation whose Triton kernels are interpreted runs the code-path-size laws in
     :data:`BUDGET_DTYPES` only (their sizes all kept: the grid's row limits, tails, block boundaries)."""
@@ -119,7 +121,7 @@ def budget(tasks: list[Task], kernels: str, profile: str) -> tuple[list[Task], l
         return list(tasks), []
     kept, left = [], []
     for t in tasks:
-        if t.law_id.endswith("_at_code_path_sizes") and t.dtype not in BUDGET_DTYPES:
+        if t.law_id.endswith("_at_code_path_sizes") and t.dtype not in BUDGET_DTYPES and t.component in provided:
             left.append(LawResult(t.law_id, t.component, t.dtype, t.device, "skipped", BUDGET_REASON,
                                   profile=t.profile, seed=t.seed, law=t.law))  # fmt: skip
         else:

@@ -237,7 +237,9 @@ def run(
                     on_subject(info)
                 label = spec if several else ""
                 report = (lambda r, label=label: on_result(r, label)) if on_result else None
-                kept, left = interpreted.budget(tasks, info.kernels, selection.profile)  # interpreted Triton: ci sizes
+                kept, left = interpreted.budget(
+                    tasks, info.kernels, selection.profile, info.provided
+                )  # interpreted Triton: ci sizes
                 for r in left if report else ():
                     report(r)
                 results = left + session.results(spec, kept, on_result=report, expect=_expectations(selection, info))
