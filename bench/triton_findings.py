@@ -75,9 +75,40 @@ def swiglu_fp64_in_fp32() -> str:
     return f"fp64 silu(a)·b: max relative error {rel:.2e} (fp32's unit roundoff 6e-08, fp64's 1e-16)"
 
 
+def fla_add_norm_backward_twice() -> str:
+    """fla's RMSNorm(x, residual, prenorm=True): two backward passes through one graph accumulate 2 × the first?"""
+    from fla.modules import RMSNorm
+
+    norm = RMSNorm(48, eps=1e-6).to(DEVICE)
+    x, r = (torch.randn(6, 48, device=DEVICE, requires_grad=True) for _ in range(2))
+    gy, gh = torch.randn(6, 48, device=DEVICE), torch.randn(6, 48, device=DEVICE)
+    kept = gy.clone(), gh.clone()
+    y, h = norm(x, residual=r, prenorm=True)
+    torch.autograd.backward((y, h), (gy, gh), retain_graph=True)
+    first, shared = x.grad.clone(), x.grad.data_ptr() == r.grad.data_ptr()
+    changed = [name for name, g, k in (("grad_y", gy, kept[0]), ("grad_h", gh, kept[1])) if not torch.equal(g, k)]
+    torch.autograd.backward((y, h), (gy, gh))
+    ratio = (x.grad / first).median().item()
+    return (
+        f"x.grad and residual.grad share storage after one pass: {shared}; x.grad after two passes / after one: "
+        f"{ratio:.3f} (2 expected); cotangents changed by backward: {changed}"
+    )
+
+
+def fla_swiglu_fp64_in_fp32() -> str:
+    """fla's fused swiglu on fp64: silu(gate)·up computed in fp32 inside the kernel."""
+    from fla.modules.activations import swiglu
+
+    a, b = (torch.randn(64, 64, device=DEVICE, dtype=torch.float64) for _ in range(2))
+    rel = ((swiglu(a, b) - torch.nn.functional.silu(a) * b).abs() / (torch.nn.functional.silu(a) * b).abs()).max()
+    return f"fp64 swiglu(a, b): max relative error {rel.item():.2e} (fp32's unit roundoff 6e-08)"
+
+
 def main() -> int:
     print(f"kernels: {'compiled on ' + DEVICE if DEVICE == 'cuda' else 'interpreted (TRITON_INTERPRET=1)'}")
-    for finding in (grad_output_overwritten, no_fp64_backward, swiglu_backward_not_reentrant, swiglu_fp64_in_fp32):
+    findings = (grad_output_overwritten, no_fp64_backward, swiglu_backward_not_reentrant, swiglu_fp64_in_fp32,
+                fla_add_norm_backward_twice, fla_swiglu_fp64_in_fp32)  # fmt: skip
+    for finding in findings:
         print(f"- {finding.__name__}: {finding()}  [{finding.__doc__.splitlines()[0]}]")
     return 0
 

@@ -48,8 +48,8 @@ CONVENTIONS = {
         "formula": "y = down_proj(silu(gate_proj(x)) ⊙ up_proj(x))",
         "rounding": "linears in the module dtype; silu(gate)·up in fp32 inside the kernel, rounded once to the "
         "input dtype, then F.linear",
-        "compute": "module dtype, fp32 inside the swiglu kernel",
-        "compute_dtype": "input",
+        "compute": "module dtype, fp32 inside the swiglu kernel (fp64 inputs too: silu(gate)·up has fp32 accuracy)",
+        "compute_dtype": {"fp64": "fp32"},
         "weight_mapping": "w_gate ↔ gate_proj, w_up ↔ up_proj, w_down ↔ down_proj",
         "backward": "the swiglu backward recomputes silu(gate)·up (recompute_output) for the down projection's dW",
         "source": "fla.modules.mlp.GatedMLP(fuse_swiglu=True) (fla-core)",
@@ -64,7 +64,8 @@ CONVENTIONS = {
         "roundings": 1,
         "eps_placement": "inside",
         "weight_mapping": "identity; x ↔ x, residual ↔ residual (prenorm=True returns (y, residual_out))",
-        "backward": "the backward reads the stored h (rounded), not the fp32 sum the forward normalized",
+        "backward": "the backward reads the stored h (rounded), not the fp32 sum the forward normalized; it returns "
+        "one tensor as the gradient of x and of residual (x.grad and residual.grad share storage: docs/league.md)",
         "source": "fla.modules.norm.layernorm.RMSNorm(residual=…, prenorm=True) (fla-core)",
     },
 }
