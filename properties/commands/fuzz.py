@@ -31,7 +31,7 @@ from typing import Any
 
 from properties.commands import arguments, check
 from properties.commands.helptext import Formatter, adapters_text
-from properties.running.runner import UsageError
+from properties.running.loading import UsageError
 
 __all__ = ["default_database", "main", "register"]
 

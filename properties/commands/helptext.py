@@ -2,7 +2,8 @@
 
 ``Formatter`` keeps descriptions and epilogs as written (each written ≤ 80 columns) and wraps the option table
 to 80 columns or the terminal, whichever is narrower. ``EXIT`` is the exit-code section shared by the commands
-that run laws.
+that run laws. Nothing heavy (torch, Hypothesis, the law library) is imported here or by any command's parser
+declaration: ``nanolm-verify --help`` prints in well under half a second (bench/cli_start.py).
 """
 
 from __future__ import annotations
@@ -11,12 +12,16 @@ import argparse
 import shutil
 from typing import Any
 
-from properties.commands.render.text import wrap
-from properties.running.loading import ADAPTERS
+from properties.commands.render.wrapping import wrap
+from properties.running.loading import adapters
 
-__all__ = ["ADAPTER_IDS", "EXIT", "Formatter", "adapters_text", "apply"]
+__all__ = ["DTYPE_NAMES", "EXIT", "Formatter", "adapters_text", "apply"]
 
 WIDTH = 80
+
+# The dtype names the help texts list, without importing torch to read them (golden.formats.NAMES is the fact: its
+# table holds torch dtypes; tests/commands/test_help.py checks this equals it). Components: components.names().
+DTYPE_NAMES = ("fp64", "fp32", "fp16", "bf16")
 
 EXIT = """\
 exit status:
@@ -26,12 +31,11 @@ exit status:
   130  interrupted by Ctrl-C, 143 by SIGTERM (the table and --json are
        still written, with "interrupted": true)"""
 
-ADAPTER_IDS = tuple(ADAPTERS)
-
 
 def adapters_text(indent: str = "  ") -> str:
-    """The shipped adapter ids, wrapped to 80 columns."""
-    return "\n".join(wrap(indent + ", ".join(ADAPTER_IDS), WIDTH - 1, hang=""))
+    """The adapter ids (the installed entry points: the shipped ones and any a library registers), wrapped to 80
+    columns."""
+    return "\n".join(wrap(indent + ", ".join(adapters()), WIDTH - 1, hang=""))
 
 
 class Formatter(argparse.RawDescriptionHelpFormatter):

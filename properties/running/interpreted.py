@@ -45,11 +45,12 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # light at import: the command line's parser reads MODES (numpy and the runner come when used)
+    import numpy as np
 
-from properties.running.runner import LawResult, Task
+    from properties.running.runner import LawResult, Task
 
 __all__ = [
     "BUDGET_DTYPES",
@@ -117,6 +118,8 @@ def budget(
     """The tasks an implementation's run keeps, and a skipped result (with the reason) for each it leaves out:
     under the ci profile, an implementation whose Triton kernels are interpreted runs the code-path-size laws in
     :data:`BUDGET_DTYPES` only (their sizes all kept: the grid's row limits, tails, block boundaries)."""
+    from properties.running.runner import LawResult
+
     if profile != "ci" or not kernels.startswith(INTERPRETED):
         return list(tasks), []
     kept, left = [], []
@@ -176,47 +179,42 @@ def describe(module: ModuleType) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Libdevice:
-    """One libdevice symbol: its numpy evaluation (in fp64) and the maximum ulp error CUDA documents for it (the
-    CUDA C++ Programming Guide, "Mathematical Functions": single and double precision tables)."""
+    """One libdevice symbol: the numpy function that evaluates it and the maximum ulp error CUDA documents for it
+    (the CUDA C++ Programming Guide, "Mathematical Functions": single and double precision tables)."""
 
-    function: Callable[..., np.ndarray]
+    name: str  # rsqrt, sqrt, exp … (numpy's function of that name; rsqrt is 1 / sqrt, erf is math.erf)
     ulps: float
 
+    def __call__(self, *args: np.ndarray) -> np.ndarray:
+        """Evaluated in numpy's long double (x87's 64-bit significand where the platform has it, else fp64), rounded
+        once to the result dtype by the caller: within 0.5 ulp + a hair of fp32 and of fp64 results; erf in fp64
+        (math.erf)."""
+        import math
 
-def _wide(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
-    """``fn`` evaluated in numpy's long double (x87's 64-bit significand where the platform has it, else fp64),
-    rounded once to the result dtype by the caller: within 0.5 ulp + a hair of fp32 and of fp64 results."""
-    return lambda *args: fn(*(np.asarray(a, dtype=np.longdouble) for a in args))
+        import numpy as np
+
+        if self.name == "erf":
+            return np.vectorize(math.erf, otypes=[np.float64])(np.asarray(args[0], dtype=np.float64))
+        wide = [np.asarray(a, dtype=np.longdouble) for a in args]
+        return 1.0 / np.sqrt(wide[0]) if self.name == "rsqrt" else getattr(np, self.name)(*wide)
 
 
-def _erf(a: np.ndarray) -> np.ndarray:
-    import math
-
-    return np.vectorize(math.erf, otypes=[np.float64])(a.astype(np.float64))  # fp64 (CUDA documents 2 ulps)
-
-
+# name → the maximum ulp error CUDA documents for its fp32 and its fp64 function
 _MATH = {
-    "rsqrt": (_wide(lambda a: 1.0 / np.sqrt(a)), 2, 1),
-    "sqrt": (_wide(np.sqrt), 0, 0),
-    "exp": (_wide(np.exp), 2, 1),
-    "exp2": (_wide(np.exp2), 2, 1),
-    "log": (_wide(np.log), 1, 1),
-    "log2": (_wide(np.log2), 1, 1),
-    "tanh": (_wide(np.tanh), 2, 1),
-    "erf": (_wide(_erf), 2, 2),
-    "sin": (_wide(np.sin), 2, 2),
-    "cos": (_wide(np.cos), 2, 2),
-}
+    "rsqrt": (2, 1), "sqrt": (0, 0), "exp": (2, 1), "exp2": (2, 1), "log": (1, 1), "log2": (1, 1), "tanh": (2, 1),
+    "erf": (2, 2), "sin": (2, 2), "cos": (2, 2),
+}  # fmt: skip
 # symbol → bridge: __nv_<f>f is the fp32 function, __nv_<f> the fp64 one (ulps: the documented maximum of each)
 LIBDEVICE: dict[str, Libdevice] = {
-    **{f"__nv_{name}f": Libdevice(fn, single) for name, (fn, single, _) in _MATH.items()},
-    **{f"__nv_{name}": Libdevice(fn, double) for name, (fn, _, double) in _MATH.items()},
+    **{f"__nv_{name}f": Libdevice(name, single) for name, (single, _) in _MATH.items()},
+    **{f"__nv_{name}": Libdevice(name, double) for name, (_, double) in _MATH.items()},
 }
 
 
 def scalar(arg: Any) -> Any:
     """A kernel argument as compiled Triton passes it: a Python float becomes an fp32 scalar (None: not a float)."""
     if isinstance(arg, float):
+        import numpy as np
         import triton.language as tl
         from triton.runtime.interpreter import TensorHandle
 
@@ -225,6 +223,7 @@ def scalar(arg: Any) -> Any:
 
 
 def _extern_elementwise(self: Any, lib_name: str, lib_path: str, symbol: str, args: list, ret: Any, pure: bool) -> Any:
+    import numpy as np
     from triton.runtime.interpreter import TensorHandle, _get_np_dtype
 
     bridge = LIBDEVICE.get(symbol)
@@ -234,7 +233,7 @@ def _extern_elementwise(self: Any, lib_name: str, lib_path: str, symbol: str, ar
             f"LIBDEVICE names {', '.join(sorted(LIBDEVICE))})"
         )
     element = getattr(ret, "scalar", ret)  # a block's element type
-    out = bridge.function(*(a.data for a in args))
+    out = bridge(*(a.data for a in args))
     return TensorHandle(np.asarray(out).astype(_get_np_dtype(element)), element)
 
 
@@ -263,7 +262,7 @@ def no_clock(kernel_call: Callable[[], None], quantiles: Any = None, **_: Any) -
     return [0.0, 0.0, 0.0] if quantiles else 0.0
 
 
-_COMPARISONS = (np.less, np.greater, np.less_equal, np.greater_equal, np.equal, np.not_equal)
+_COMPARISONS = ("less", "greater", "less_equal", "greater_equal", "equal", "not_equal")  # numpy ufuncs' names
 
 
 def _bridge_bf16(builder: type, tl: Any) -> None:
@@ -283,7 +282,7 @@ def _bridge_bf16(builder: type, tl: Any) -> None:
         if not is_bf16(lhs, rhs):
             return binary(self, lhs, rhs, op)
         out = binary(self, wide(self, lhs), wide(self, rhs), op)
-        return out if op in _COMPARISONS else self.cast_impl(out, tl.bfloat16)
+        return out if getattr(op, "__name__", "") in _COMPARISONS else self.cast_impl(out, tl.bfloat16)
 
     def unary_op(self: Any, arg: Any, op: Any) -> Any:
         if not is_bf16(arg):
@@ -309,7 +308,7 @@ def _bridge_bf16(builder: type, tl: Any) -> None:
         values = bf16_values(src.data) if source == tl.bfloat16 else src.data
         if target == tl.bfloat16:
             return type(src)(bf16_bits(values), tl.bfloat16)
-        return type(src)(values.astype(_NP[target.name]), target)
+        return type(src)(values.astype({"fp16": "float16", "fp32": "float32", "fp64": "float64"}[target.name]), target)
 
     def create_fp_to_fp(self: Any, src: Any, dst_type: Any, rounding_mode: Any) -> Any:
         if tl.bfloat16 in (src.dtype.scalar, dst_type.scalar):
@@ -321,17 +320,18 @@ def _bridge_bf16(builder: type, tl: Any) -> None:
     builder.create_fp_trunc = lambda self, src, dst_type: self.cast_impl(src, dst_type)
 
 
-_NP = {"fp16": np.float16, "fp32": np.float32, "fp64": np.float64}
-
-
 def bf16_values(bits: np.ndarray) -> np.ndarray:
     """bf16 raw bits (uint16) → their values (fp32, exact)."""
+    import numpy as np
+
     return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
 
 
 def bf16_bits(values: np.ndarray) -> np.ndarray:
     """Values (any float dtype) → bf16 raw bits, rounded once to nearest, ties to even (subnormals, overflow to ±inf,
     NaN kept): what compiled Triton's ``.to(tl.bfloat16)`` gives. The interpreter's own cast truncates."""
+    import numpy as np
+
     x = np.asarray(values, dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         _, e = np.frexp(x)  # |x| = m · 2^e, m ∈ [0.5, 1)
