@@ -104,10 +104,24 @@ def fla_swiglu_fp64_in_fp32() -> str:
     return f"fp64 swiglu(a, b): max relative error {rel.item():.2e} (fp32's unit roundoff 6e-08)"
 
 
+def fla_rows_of_64kb() -> str:
+    """fla's norm refuses rows wider than 64 KB: fp64 beyond D = 8192 (fp32 beyond 16384, bf16 beyond 32768)."""
+    from fla.modules import RMSNorm
+
+    out = []
+    for dtype, d in ((torch.float64, 16384), (torch.float32, 16384), (torch.float64, 8192)):
+        try:
+            RMSNorm(d).to(DEVICE, dtype)(torch.zeros(1, d, device=DEVICE, dtype=dtype))
+            out.append(f"{dtype} D={d}: runs")
+        except RuntimeError as exc:
+            out.append(f"{dtype} D={d}: {exc}")
+    return "; ".join(out)
+
+
 def main() -> int:
     print(f"kernels: {'compiled on ' + DEVICE if DEVICE == 'cuda' else 'interpreted (TRITON_INTERPRET=1)'}")
     findings = (grad_output_overwritten, no_fp64_backward, swiglu_backward_not_reentrant, swiglu_fp64_in_fp32,
-                fla_add_norm_backward_twice, fla_swiglu_fp64_in_fp32)  # fmt: skip
+                fla_add_norm_backward_twice, fla_swiglu_fp64_in_fp32, fla_rows_of_64kb)  # fmt: skip
     for finding in findings:
         print(f"- {finding.__name__}: {finding()}  [{finding.__doc__.splitlines()[0]}]")
     return 0
