@@ -155,13 +155,18 @@ def _run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from properties.gallery import PITFALLS
 
     out = out or sys.stdout
-    width = max(40, args.width)
+    width = min(400, max(40, args.width))
     if args.list:
         print(text.pitfall_list(PITFALLS, width), file=out)
         return 0
     try:
         selection = arguments.selection(args, laws=False)
         options = arguments.run_options(args, selection.profile)
+        if not 40 <= args.width <= 400:
+            raise UsageError(f"--width {args.width}: expected 40 … 400 columns")
+        if args.markdown is not None:
+            written = arguments.output_file(args.markdown, "--markdown")
+            arguments.distinct({"--markdown": written}, arguments.run_inputs(None, selection))
     except UsageError as exc:
         print(f"nanolm-verify pitfalls: error: {exc}", file=sys.stderr)
         return 2
