@@ -15,7 +15,7 @@ from typing import Any
 from properties.commands.render.wrapping import wrap
 from properties.running.loading import adapters
 
-__all__ = ["DTYPE_NAMES", "EXIT", "Formatter", "adapters_text", "apply"]
+__all__ = ["ADAPTER_IDS", "DTYPE_NAMES", "EXIT", "Formatter", "adapters_text", "apply"]
 
 WIDTH = 80
 
@@ -26,10 +26,14 @@ DTYPE_NAMES = ("fp64", "fp32", "fp16", "bf16")
 EXIT = """\
 exit status:
   0    every law passed (skips and expected failures allowed)
-  1    a law failed, or the suite hit an error
+  1    a law failed, or the suite hit an error, or nothing was judged
+       (every law run skipped: --allow-nothing-judged accepts that)
   2    usage error: a bad argument, an implementation that cannot be imported
   130  interrupted by Ctrl-C, 143 by SIGTERM (the table and --json are
        still written, with "interrupted": true)"""
+
+
+ADAPTER_IDS = "@adapter-ids@"  # in a description or epilog: the adapter ids, looked up when the help is printed
 
 
 def adapters_text(indent: str = "  ") -> str:
@@ -44,6 +48,11 @@ class Formatter(argparse.RawDescriptionHelpFormatter):
     def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 26, width: int | None = None):
         columns = min(WIDTH, shutil.get_terminal_size((WIDTH, 24)).columns)
         super().__init__(prog, indent_increment, max_help_position, width or columns - 1)
+
+    def _format_text(self, text: str) -> str:  # argparse's hook for descriptions and epilogs, at print time
+        if ADAPTER_IDS in text:  # the installed entry points are read only when a help that lists them is printed
+            text = text.replace(ADAPTER_IDS, adapters_text())
+        return super()._format_text(text)
 
     def _split_lines(self, text: str, width: int) -> list[str]:  # argparse's one hook for wrapping option help
         return wrap(" ".join(text.split()), width, hang="")  # the one wrapping helper: never "nanolm-⏎verify"

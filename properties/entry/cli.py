@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import signal
 import sys
 
 from properties import __version__
-from properties.running import processes
 
 SUBCOMMANDS = (
     "properties.commands.check",  # check IMPL: run the laws, print the verdict, write the JSON report
@@ -56,9 +56,9 @@ WORKER_COMMANDS = frozenset({"check", "compare", "pitfalls", "replay", "fuzz"})
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from properties.commands.helptext import EXIT, Formatter, adapters_text, apply
+    from properties.commands.helptext import ADAPTER_IDS, EXIT, Formatter, apply
 
-    epilog = EPILOG.format(adapters=adapters_text(), exit=EXIT)
+    epilog = EPILOG.format(adapters=ADAPTER_IDS, exit=EXIT)
     parser = argparse.ArgumentParser(
         prog="nanolm-verify", description=DESCRIPTION, epilog=epilog, formatter_class=Formatter
     )
@@ -79,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     if words and words[0] in WORKER_COMMANDS and not {"-h", "--help", "--list"} & set(words):
+        from properties.running import processes  # multiprocessing: only for the commands that run workers
+
         processes.warm_up()
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -90,8 +92,23 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     """The console script: main(), then exit without the interpreter's final garbage collection over torch's
-    objects (≈ 0.7 s of every command on the CI machines; gc.freeze leaves them to the operating system)."""
-    status = main()
+    objects (≈ 0.7 s of every command on the CI machines; gc.freeze leaves them to the operating system).
+    Ctrl-C or SIGTERM at any phase ends it with 128 + the signal (130, 143): during a run the session returns the
+    results so far; before one the command stops at once; after one its output is written first."""
+    from properties.running import stops  # (light: signal only)
+
+    stops.stop_on_signals()
+    try:
+        status = main()
+    except (stops.Stopped, KeyboardInterrupt) as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
+        print(f"nanolm-verify: interrupted by {signal.Signals(signum).name} before the run began", file=sys.stderr)
+        status = 128 + signum
+    pending = stops.pending_stop()
+    if pending:
+        print(f"nanolm-verify: interrupted by {signal.Signals(pending).name} (the output above is complete)",
+              file=sys.stderr)  # fmt: skip
+        status = 128 + pending
     gc.freeze()
     sys.exit(status)
 

@@ -15,13 +15,18 @@ a result record:
 * it raises ``SystemExit``, ``KeyboardInterrupt`` (workers ignore SIGINT: only the subject can raise it there)
   or pytest's ``Skipped`` → failed, cause ``crash`` (``run_law`` reports it; this module is the backstop);
 * it prints → into the worker's log file, never into the parent's output (the tail appears in crash messages);
+* it starts processes → they end with the worker: each worker runs in its own session and process group, killed
+  as a group, and adopts (as subreaper) what leaves the group, found among its descendants when it is stopped —
+  a background process never outlives the run, nor writes after it;
 * it changes torch's global state → the harness reports it against the subject and restores it
   (``properties.library.state``); the worker re-establishes the assumed state before every law.
 
 A worker's memory is capped (``RLIMIT_AS``, CPU-only runs) so a runaway allocation is a ``MemoryError`` in the
 worker, not the machine's OOM killer. Hypothesis' own files go to the run's temporary directory, never to the
-user's working directory. Ctrl-C or SIGTERM in the parent stops the workers; the results so far are returned
-with ``interrupted`` set, so the caller can still write the table and a partial report.
+user's working directory. Ctrl-C or SIGTERM in the parent stops the workers (while they load the subject too);
+the results so far are returned with ``interrupted`` set, so the caller can still write the table and a partial
+report. A busy worker is kept until it answers, ends or times out, whatever its exit status reads (when the fork
+server dies every worker reads as ended): no task is dropped (the session reports any without a result).
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from properties.running import processes
+from properties.running import interpreted, processes
 from properties.running.loading import ImplementationError
 from properties.running.runner import LAWS, LawResult, Task
 
@@ -76,6 +81,7 @@ class SubjectInfo:
     skip_reason: str | None
     conventions: dict[str, dict[str, Any]]
     import_effects: tuple[str, ...] = ()
+    kernels: str = ""  # how its Triton kernels run ("" when it has none): interpreted.describe
 
     @classmethod
     def unknown(cls, spec: str) -> SubjectInfo:
@@ -93,6 +99,7 @@ class SubjectInfo:
             impl.skip_reason,
             {c: impl.convention(c) for c in impl.provided},
             tuple(impl.import_effects),
+            interpreted.describe(impl.module),
         )
 
 
@@ -134,7 +141,11 @@ def default_memory_limit(workers: int) -> int | None:
 def _worker_main(conn: multiprocessing.connection.Connection, spec: str, options: WorkerOptions, log: str) -> None:
     """The worker process: load the implementation, then answer run requests until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    with contextlib.suppress(OSError):
+        os.setsid()  # its own process group: whatever the subject starts is ended with it (_Worker.kill)
+    _adopt_orphans()  # and what leaves the group (setsid) stays its descendant while it lives
     processes.install_environment(options.environ)
+    interpreted.prepare()  # Triton's interpreter and its bridges, before the subject imports Triton
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -172,6 +183,33 @@ def _worker_main(conn: multiprocessing.connection.Connection, spec: str, options
         except BaseException as exc:  # KeyboardInterrupt here was raised by the subject
             result = _failed(task, "crash", f"the implementation raised {type(exc).__name__}: {exc}")
         conn.send(("result", result))
+
+
+def _adopt_orphans() -> None:
+    """Make this worker the subreaper of its descendants (Linux): a process the subject starts that leaves the
+    worker's process group (setsid) and loses its parent is re-parented to the worker, not to init — so the
+    verifier still finds it among the worker's descendants and ends it with the worker (``_descendants``)."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (from /proc; [] where there is none)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.parent.name))
+    found, todo = [], list(children.get(pid, ()))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo.extend(children.get(child, ()))
+    return found
 
 
 # ---------------------------------------------------------------------------------------------- the parent side
@@ -275,17 +313,30 @@ class _Worker:
     def alive(self) -> bool:
         return self.proc.is_alive()
 
-    def kill(self) -> None:
+    def kill(self, escaped: list[int] | None = None) -> None:
+        """End the worker, every process of its group and its descendants (what the subject started: a background
+        process must not outlive the run, nor write after it), whatever the worker's exit status reads.
+        ``escaped``: its descendants, when found before it was told to stop (after it ends they are init's)."""
+        pid = self.proc.pid
+        if escaped is None:
+            escaped = _descendants(pid) if pid is not None else []
         if self.proc.is_alive():
             self.proc.kill()
+        if pid is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+        for child in escaped:
+            with contextlib.suppress(OSError):
+                os.kill(child, signal.SIGKILL)
         self.proc.join(5)
         self.conn.close()
 
     def stop(self) -> None:
+        escaped = _descendants(self.proc.pid) if self.proc.pid is not None else []  # while the worker adopts them
         with contextlib.suppress(OSError, ValueError):
             self.conn.send(None)
         self.proc.join(2)
-        self.kill()
+        self.kill(escaped)
 
 
 @contextlib.contextmanager
@@ -324,11 +375,13 @@ class Pool:
         memory_limit: int | None = None,
         threads: int = 1,
         start: int | None = None,
+        triton: str = "",
     ) -> None:
         self.spec = spec
         self.size = max(1, workers)
         self._tmp = tempfile.mkdtemp(prefix="nanolm-verify-")
         environ = {**processes.environment(), "HYPOTHESIS_STORAGE_DIRECTORY": str(Path(self._tmp) / "hypothesis")}
+        environ.update(interpreted.worker_environ(triton))  # the workers' only: the verifier's stays as it is
         self.options = WorkerOptions(timeout, memory_limit, threads, self._tmp, environ)
         self._started = 0
         self._workers: list[_Worker] = []
@@ -343,11 +396,16 @@ class Pool:
             self.close()  # the run's temporary directory (the worker logs) goes too
             raise
         self._workers.append(started[0])
-        for w in started[1:]:
+        for i, w in enumerate(started[1:], 1):
             try:
                 w.hello(max(120.0, timeout))
-            except BaseException:  # the first one loaded: a later one failing is replaced when the run needs it
+            except (ImplementationError, OSError):  # the first one loaded: one failing later is replaced when needed
                 w.kill()
+            except BaseException:  # an interruption (Ctrl-C, SIGTERM) stops the run, never a worker alone
+                for other in started[i:]:
+                    other.kill()
+                self.close()
+                raise
             else:
                 self._workers.append(w)
 
@@ -398,7 +456,9 @@ class Pool:
                         results[index] = result
                         if on_result:
                             on_result(result)
-                    self._workers = [w for w in self._workers if w.alive]
+                    # a busy worker stays until it answers, ends (EOF) or times out: one that merely *looks* dead
+                    # (its fork server died: every exit status reads 255) would otherwise take its task with it
+                    self._workers = [w for w in self._workers if w.alive or w.task]
             except Interrupted as exc:
                 self.interrupted = exc.signum
             except KeyboardInterrupt:

@@ -25,6 +25,7 @@ from properties.running.session import Run, SubjectInfo
 __all__ = [
     "CHECK_SCHEMA",
     "COMPARE_SCHEMA",
+    "LIST_SCHEMA",
     "SCHEMA_FILES",
     "check_report",
     "compare_from_json",
@@ -37,7 +38,12 @@ __all__ = [
 
 CHECK_SCHEMA = "nanolm-verify/check-report/3"  # /3: + reproduce, exit_status
 COMPARE_SCHEMA = "nanolm-verify/compare-report/3"  # /3: + exit_status
-SCHEMA_FILES = {CHECK_SCHEMA: "check-report.schema.json", COMPARE_SCHEMA: "compare-report.schema.json"}
+LIST_SCHEMA = "nanolm-verify/law-list/1"  # check --list --json
+SCHEMA_FILES = {
+    CHECK_SCHEMA: "check-report.schema.json",
+    COMPARE_SCHEMA: "compare-report.schema.json",
+    LIST_SCHEMA: "law-list.schema.json",
+}
 
 
 def schema(doc_schema: str) -> dict[str, Any]:
@@ -75,6 +81,7 @@ def check_report(run: Run, info: SubjectInfo, *, exit_status: int, threads: int 
             "skip_reason": info.skip_reason,
             "conventions": info.conventions,
             "import_effects": list(info.import_effects),
+            "kernels": info.kernels,
             "declarations": [d.to_json() for d in findings.subject_declarations(results, info)],
         },
         "platform": {
@@ -143,9 +150,6 @@ def compare_from_json(data: dict[str, Any]) -> dict[str, Any]:
         "interrupted": int(signal.Signals[interrupted]) if interrupted else None,
         "unavailable": {},
     }
-
-
-LIST_SCHEMA = "nanolm-verify/law-list/1"
 
 
 def law_list(laws: Any) -> dict[str, Any]:

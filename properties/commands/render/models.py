@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import GenerateJsonSchema
 
 from golden.formats import NAMES
-from properties.commands.render.json import CHECK_SCHEMA, COMPARE_SCHEMA, SCHEMA_FILES
+from properties.commands.render.json import CHECK_SCHEMA, COMPARE_SCHEMA, LIST_SCHEMA, SCHEMA_FILES
 from properties.library.subject import COMPONENTS
 
 __all__ = ["MODELS", "generate", "schema_file"]
@@ -247,7 +247,25 @@ class CompareReport(_Model):
     results: dict[str, list[Result]] = _doc("Every law record per implementation (expectations applied).")
 
 
-MODELS: dict[str, type[BaseModel]] = {CHECK_SCHEMA: CheckReport, COMPARE_SCHEMA: CompareReport}
+class ListedLaw(_Model):
+    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9]+\.[a-z0-9_]+$")]
+    component: str
+    dtypes: list[Dtype]
+    statement: str = _doc("The law (its docstring).")
+
+
+class LawList(_Model):
+    """Written by `nanolm-verify check --list --json PATH|-`: the laws selected (--only) and the adapter ids."""
+
+    schema_: Literal[LIST_SCHEMA] = Field(alias="schema")
+    laws: list[ListedLaw]
+    adapters: dict[str, str] = _doc(
+        """Adapter id → the module it names: the entry points nanolm_verify.adapters of every installed
+        distribution (the suite's own and any a library registers)."""
+    )
+
+
+MODELS: dict[str, type[BaseModel]] = {CHECK_SCHEMA: CheckReport, COMPARE_SCHEMA: CompareReport, LIST_SCHEMA: LawList}
 
 
 class _Generator(GenerateJsonSchema):
@@ -264,7 +282,8 @@ class _Generator(GenerateJsonSchema):
 
 
 def generate(doc_schema: str) -> dict[str, Any]:
-    """The JSON Schema of the report kind ``doc_schema`` (CHECK_SCHEMA or COMPARE_SCHEMA), from its model."""
+    """The JSON Schema of the document kind ``doc_schema`` (CHECK_SCHEMA, COMPARE_SCHEMA, LIST_SCHEMA), from its
+    model."""
     model = MODELS[doc_schema]
     body = model.model_json_schema(by_alias=True, schema_generator=_Generator)
     name = SCHEMA_FILES[doc_schema]
@@ -272,8 +291,8 @@ def generate(doc_schema: str) -> dict[str, Any]:
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": f"properties/schemas/{name}",
-        "title": f"nanolm-verify {name.split('-')[0]} report",
-        "description": f"{description} Report version {doc_schema} (its key `schema`). Generated from "
+        "title": f"nanolm-verify {name.removesuffix('.schema.json').replace('-', ' ')}",
+        "description": f"{description} Version {doc_schema} (its key `schema`). Generated from "
         f"properties/commands/render/models.py. The $id is this file's path in the installed package: "
         f"importlib.resources.files('properties').joinpath('schemas', '{name}') reads it.",
         **{k: v for k, v in body.items() if k not in ("title", "description")},

@@ -129,6 +129,7 @@ def check_header(info: SubjectInfo, selection: Selection, planned: int) -> str:
         f"  profile {selection.profile}{seeded}, devices {', '.join(selection.devices)}, {planned} law runs",
     ]
     lines += wrap(f"  skipped: {info.skip_reason}") if info.skip_reason else []
+    lines += wrap(f"  kernels: {info.kernels}") if info.kernels else []
     for component, declared in parse_all(info.conventions, records.names()).items():
         if component in info.provided and declared.summary():
             lines += wrap(f"  declared {component}: {declared.summary()}")
