@@ -74,6 +74,11 @@ class Implementation(_Model):
     skip_reason: str | None = None
     conventions: dict[str, Any]
     import_effects: list[str] = []
+    kernels: str = Field(
+        "",
+        description="How the implementation's Triton kernels ran: interpreted (TRITON_INTERPRET=1 in the workers) "
+        "or compiled; empty when it has none (properties.running.interpreted).",
+    )
     declarations: list[Declaration] = Field(
         [],
         description="Each numeric convention a provided component declares, and the dtypes whose measurements "
