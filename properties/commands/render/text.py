@@ -180,6 +180,8 @@ def check_footer(
     if skipped:
         blocks.append("\n".join(wrap("skip reasons: " + "; ".join(skipped[:6]) + (" …" if len(skipped) > 6 else ""))))
     blocks += ["\n".join(wrap(f"diagnosis: {line}")) for line in findings.diagnosis_lines(results)]
+    tiers = findings.tier_line(results)
+    blocks += ["\n".join(wrap(tiers))] if tiers else []
     blocks += ["\n".join(wrap(f"measured: {line}")) for line in findings.batch_lines(results)]
     unneeded = [d for d in findings.subject_declarations(results, info) if d.warning] if info is not None else []
     blocks += ["\n".join(wrap(f"warning: {d.text()}")) for d in unneeded]
