@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from properties.commands.helptext import DTYPE_NAMES as NAMES
 from properties.library import components  # light: names() imports no torch
+from properties.running import interpreted as _interpreted  # light: its numpy and Triton imports are lazy
 from properties.running import profiles
 from properties.running.loading import UsageError, resolve_spec
 
@@ -329,6 +330,11 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         type=float, default=None, metavar="GB",
         help="memory cap per worker, GiB (default: 90 %% of the memory, shared by the workers)",
     )),
+    "triton": (("--triton",), dict(
+        choices=_interpreted.MODES, default="auto",
+        help="how Triton kernels run in the workers: interpret (Triton's interpreter, CPU tensors), compiled "
+        "(CUDA), auto (default: interpreted where there is no CUDA device)",
+    )),
     "expectations": (("--expectations",), dict(
         action="append", default=[], metavar="FILE",
         help="your xfail/skip entries (format: properties/running/expectations.py), applied before the "
@@ -363,7 +369,7 @@ def add_selection(parser: argparse.ArgumentParser, *, laws: bool = True) -> Any:
 def add_run_options(parser: argparse.ArgumentParser, *, database: bool = True) -> Any:
     """The group "how to run": workers, threads, time limit, memory cap (and an example database) → the group."""
     group = parser.add_argument_group("how to run", "example: --workers 1 --timeout 120 --memory-limit 4")
-    add(group, "workers", "threads", "timeout", "memory_limit", *(("database",) if database else ()))
+    add(group, "workers", "threads", "timeout", "memory_limit", "triton", *(("database",) if database else ()))
     return group
 
 
@@ -409,6 +415,7 @@ def run_options(args: argparse.Namespace, profile: str) -> RunOptions:
         timeout=positive(timeout, "--timeout", float, MOST_TIMEOUT) if timeout is not None else None,
         memory_gib=positive(memory, "--memory-limit", float, _memory_gib()) if memory is not None else None,
         threads=threads(getattr(args, "threads", 1)),
+        triton=getattr(args, "triton", "auto"),
     )
 
 

@@ -27,7 +27,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 
-from properties.running import expectations, profiles, stops
+from properties.running import devices, expectations, interpreted, profiles, stops
 from properties.running.loading import ImplementationError
 from properties.running.runner import LawResult, Task, plan
 from properties.running.workers import (
@@ -82,12 +82,14 @@ class Selection:
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
     """How a run goes: worker processes per implementation, the per-law time limit (s), the memory cap of a
-    worker (bytes; None: none) and torch's CPU threads in a worker."""
+    worker (bytes; None: none), torch's CPU threads in a worker and how Triton kernels run there ("interpret",
+    "compiled", or "" where Triton is not installed: ``interpreted.choose``)."""
 
     workers: int
     timeout: float
     memory_limit: int | None = None
     threads: int = 1
+    triton: str = ""
 
     @classmethod
     def of(
@@ -98,12 +100,17 @@ class RunOptions:
         timeout: float | None = None,
         memory_gib: float | None = None,
         threads: int = 1,
+        triton: str = "auto",
     ) -> RunOptions:
         """The options with every default filled in (the one place they are decided): one worker per CPU (at most
-        one per 4 GiB), the profile's time limit, 90 % of the memory shared by the workers."""
+        one per 4 GiB), the profile's time limit, 90 % of the memory shared by the workers, Triton kernels
+        interpreted where there is no CUDA device (``triton="auto"``)."""
         workers = workers or default_workers()
         memory = int(memory_gib * 2**30) if memory_gib else default_memory_limit(workers)
-        return cls(workers, timeout or profiles.get(profile).timeout, memory, threads)
+        chosen = interpreted.choose(
+            triton, cuda="cuda" in devices.accelerators(), installed=interpreted.triton_installed()
+        )
+        return cls(workers, timeout or profiles.get(profile).timeout, memory, threads, chosen)
 
 
 @dataclasses.dataclass
@@ -166,7 +173,13 @@ class Session:
         if spec not in self._pools:
             o = self.options
             self._pools[spec] = Pool(
-                spec, workers=o.workers, timeout=o.timeout, memory_limit=o.memory_limit, threads=o.threads, start=start
+                spec,
+                workers=o.workers,
+                timeout=o.timeout,
+                memory_limit=o.memory_limit,
+                threads=o.threads,
+                start=start,
+                triton=o.triton,
             )
         return self._pools[spec].info
 
@@ -253,7 +266,12 @@ def run(
                     on_subject(info)
                 label = spec if several else ""
                 report = (lambda r, label=label: on_result(r, label)) if on_result else None
-                results = session.results(spec, tasks, on_result=report, expect=_expectations(selection, info))
+                kept, left = interpreted.budget(
+                    tasks, info.kernels, selection.profile, info.provided
+                )  # interpreted Triton: ci sizes
+                for r in left if report else ():
+                    report(r)
+                results = left + session.results(spec, kept, on_result=report, expect=_expectations(selection, info))
                 session.release(spec)  # its memory goes back before the next implementation runs
                 out.subjects.append(Subject(info, results))
                 if session.interrupted:

@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from properties.running import processes
+from properties.running import interpreted, processes
 from properties.running.loading import ImplementationError
 from properties.running.runner import LAWS, LawResult, Task
 
@@ -81,6 +81,7 @@ class SubjectInfo:
     skip_reason: str | None
     conventions: dict[str, dict[str, Any]]
     import_effects: tuple[str, ...] = ()
+    kernels: str = ""  # how its Triton kernels run ("" when it has none): interpreted.describe
 
     @classmethod
     def unknown(cls, spec: str) -> SubjectInfo:
@@ -98,6 +99,7 @@ class SubjectInfo:
             impl.skip_reason,
             {c: impl.convention(c) for c in impl.provided},
             tuple(impl.import_effects),
+            interpreted.describe(impl.module),
         )
 
 
@@ -143,6 +145,7 @@ def _worker_main(conn: multiprocessing.connection.Connection, spec: str, options
         os.setsid()  # its own process group: whatever the subject starts is ended with it (_Worker.kill)
     _adopt_orphans()  # and what leaves the group (setsid) stays its descendant while it lives
     processes.install_environment(options.environ)
+    interpreted.prepare()  # Triton's interpreter and its bridges, before the subject imports Triton
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -372,11 +375,13 @@ class Pool:
         memory_limit: int | None = None,
         threads: int = 1,
         start: int | None = None,
+        triton: str = "",
     ) -> None:
         self.spec = spec
         self.size = max(1, workers)
         self._tmp = tempfile.mkdtemp(prefix="nanolm-verify-")
         environ = {**processes.environment(), "HYPOTHESIS_STORAGE_DIRECTORY": str(Path(self._tmp) / "hypothesis")}
+        environ.update(interpreted.worker_environ(triton))  # the workers' only: the verifier's stays as it is
         self.options = WorkerOptions(timeout, memory_limit, threads, self._tmp, environ)
         self._started = 0
         self._workers: list[_Worker] = []

@@ -142,6 +142,11 @@ def _subsets(n: int, *, proper: bool = False) -> list[tuple[int, ...]]:
     return [s for k in sizes for s in itertools.combinations(range(n), k)]
 
 
+def _named(record: Component, subset: tuple[int, ...]) -> str:
+    """The outputs in ``subset``, by name."""
+    return ", ".join(record.outputs[i] for i in subset)
+
+
 def _params_of(record: Component, module: torch.nn.Module) -> list[torch.Tensor]:
     """The module's parameters under the contract's names, in the record's order (a missing one: contract)."""
     params = dict(module.named_parameters())
@@ -376,10 +381,10 @@ def _second_order(record: Component) -> Callable[..., Any]:
         case = case.with_inputs(_seeded(case.inputs, dtype, seed))
         harness.note(case)
         module = record.build(impl, case, dtype, device)
+        record.call(module, tuple(t.to(device) for t in case.inputs))  # once, recorded: what a diagnosis re-evaluates
         leaves = _leaves(record, case, device)
         for subset in _subsets(len(record.outputs)):
-            names = ", ".join(record.outputs[i] for i in subset)
-            what = f"({names}) w.r.t. {', '.join(record.differentiable)}"
+            what = f"({_named(record, subset)}) w.r.t. {', '.join(record.differentiable)}"
             gradgradcheck(_outputs_in(record, module, subset), leaves, component=record.name, what=what)
 
     body.__doc__ = (
@@ -405,7 +410,7 @@ def _output_subsets(record: Component) -> Callable[..., Any]:
         harness.note(case)
         module = record.build(impl, case, dtype, device)
         for subset in _subsets(len(record.outputs), proper=True):
-            used = ", ".join(record.outputs[i] for i in subset)
+            used = _named(record, subset)
             cots = _cotangents(case, len(record.outputs), dtype, 7, subset)  # None: that output unused
             when = f"with only ({used}) differentiated"
             _gradients_match(record, module, case, dtype, device, cots, when, none_is_zero=True)
