@@ -142,6 +142,11 @@ def _subsets(n: int, *, proper: bool = False) -> list[tuple[int, ...]]:
     return [s for k in sizes for s in itertools.combinations(range(n), k)]
 
 
+def _named(record: Component, subset: tuple[int, ...]) -> str:
+    """The outputs in ``subset``, by name."""
+    return ", ".join(record.outputs[i] for i in subset)
+
+
 def _params_of(record: Component, module: torch.nn.Module) -> list[torch.Tensor]:
     """The module's parameters under the contract's names, in the record's order (a missing one: contract)."""
     params = dict(module.named_parameters())
@@ -151,9 +156,57 @@ def _params_of(record: Component, module: torch.nn.Module) -> list[torch.Tensor]
     return [params[n] for n in record.params]
 
 
-def _seeded(shape: tuple[int, ...], dtype: DType, seed: int) -> torch.Tensor:
-    rng = np.random.default_rng(seed)
-    return torch.from_numpy(rng.standard_normal(shape) + 0.25).to(dtype)
+def _seeded(inputs: tuple[torch.Tensor, ...], dtype: DType, seed: int) -> tuple[torch.Tensor, ...]:
+    """New values N(0.25, 1) in ``dtype`` for ``inputs``' shapes (input i from ``seed + i``)."""
+    return tuple(
+        torch.from_numpy(np.random.default_rng(seed + i).standard_normal(tuple(t.shape)) + 0.25).to(dtype)
+        for i, t in enumerate(inputs)
+    )
+
+
+def _cotangents(case: Case, n: int, dtype: DType, seed: int, used: tuple[int, ...] | None = None) -> tuple:
+    """A seeded cotangent (output i: ``seed + i``) for each of ``n`` outputs — of the first input's shape, every
+    output's (``Component.call`` checks it) — or None for an output outside ``used`` (unused)."""
+    shape = tuple(case.inputs[0].shape)
+    return tuple(S.cotangent(shape, dtype, seed + i) if used is None or i in used else None for i in range(n))
+
+
+def _backward(record: Component, module: Any, case: Case, device: str, cots: tuple) -> list[Any]:
+    """The gradients w.r.t. every input and parameter (None: no gradient) of a call on the case's inputs, for the
+    outputs that have a cotangent in ``cots`` (the others unused)."""
+    __tracebackhide__ = True
+    leaves = tuple(t.to(device).requires_grad_(True) for t in case.inputs)
+    wrt = [*leaves, *_params_of(record, module)]
+    outs = record.call(module, leaves, grad=True)
+    used = [i for i, c in enumerate(cots) if c is not None]
+    return harness.backward(
+        tuple(outs[i] for i in used), tuple(cots[i].to(device) for i in used), wrt, component=record.name
+    )
+
+
+def _gradients_match(
+    record: Component,
+    module: Any,
+    case: Case,
+    dtype: DType,
+    device: str,
+    cots: tuple,
+    when: str,
+    *,
+    none_is_zero: bool = False,
+) -> None:
+    """The gradients for ``cots`` (``_backward``), each within its bound of the golden VJP; a missing one (None)
+    fails — or, with ``none_is_zero``, is judged as zeros (an input no used output depends on)."""
+    __tracebackhide__ = True
+    got = _backward(record, module, case, device, cots)
+    expected = record.vjp(case, cots, dtype)
+    for name, g in zip(record.differentiable, got, strict=True):
+        if g is None and not none_is_zero:
+            fail(f"{record.name} backward gives no gradient for {name}")
+        gold, b = expected[name]
+        what = f"∂/∂{name} {when}" + (" (no gradient: zeros)" if g is None else "")
+        actual = torch.zeros_like(case.params.get(name, case.inputs[0])) if g is None else g
+        assert_matches_golden(actual, gold, b, what=what, record=False)
 
 
 # ---------------------------------------------------------------------------------------------- call contexts
@@ -222,31 +275,45 @@ def _master(values: torch.Tensor, dtype: DType, seed: int) -> torch.Tensor:
     return (v + (neighbour - v) * frac).to(torch.float32)
 
 
+def _loaded_and_rounded(case: Case, dtype: DType, seed: int) -> tuple[Case, Case]:
+    """The case with fp32 master parameters (``_master``, parameter i from ``seed + i``): as loaded, and as cast to
+    ``dtype`` (the input's) — the two conventions a mixed-precision call may follow."""
+    master = {k: _master(v, dtype, seed + i) for i, (k, v) in enumerate(case.params.items())}
+    exact = case.with_params(master)  # the parameters as loaded: fp32
+    rounded = case.with_params({k: v.to(dtype).to(torch.float32) for k, v in master.items()})  # cast to x's
+    return exact, rounded
+
+
+def _judge_either(record: Component, outs: tuple, cases: tuple[Case, Case], dtype: DType, when: str) -> None:
+    """Every output within ``dtype``'s bound of golden for the first case (γ as loaded) or the second (γ rounded to
+    the input dtype): throughout for one of them, or element by element for one or the other."""
+    __tracebackhide__ = True
+    golds = [record.golden(c) for c in cases]
+    bnds = [record.bounds(c, dtype) for c in cases]
+    for k, (name, out) in enumerate(zip(record.outputs, outs, strict=True)):
+        y = out.detach()
+        agree = [golden_agreement(y.cpu(), g[k], b[k], y.dtype) for g, b in zip(golds, bnds, strict=True)]
+        which = next((i for i, a in enumerate(agree) if a.all()), None)
+        if which is None and (agree[0] | agree[1]).all():
+            measure(f"{name} {when}", "each element one of the two γ conventions, neither throughout")
+            continue  # every element is a correct result for one of the accepted conventions
+        what = f"{name} {when}" + (" (γ rounded to the input dtype)" if which == 1 else "")
+        which = which or 0  # (neither explains every element: judged, and failed, against γ as loaded)
+        assert_matches_golden(y, golds[which][k], bnds[which][k], what=what)
+
+
 def _mixed(record: Component) -> Callable[..., Any]:
     def body(impl: Any, dtype: DType, device: str, data: Data) -> None:
         case = data.draw(record.cases(dtype, max_dim=64), label="case")
         seed = data.draw(st.integers(0, 2**32 - 1), label="master weight seed")
         harness.note(case)
-        master = {k: _master(v, dtype, seed + i) for i, (k, v) in enumerate(case.params.items())}
-        exact = case.with_params(master)  # the parameters as loaded: fp32
-        rounded = case.with_params({k: v.to(dtype).to(torch.float32) for k, v in master.items()})  # cast to x's
+        exact, rounded = _loaded_and_rounded(case, dtype, seed)
         module = record.build(impl, exact, torch.float32, device)  # fp32 parameters (master weights)
         inputs = _on(case, device)
         outs = record.call(module, inputs, check=False)
         when = "with fp32 parameters"
         _outputs_shaped(record, outs, inputs[0], (dtype, torch.promote_types(dtype, torch.float32)), when)
-        golds = [record.golden(c) for c in (exact, rounded)]
-        bnds = [record.bounds(c, dtype) for c in (exact, rounded)]
-        for k, (name, out) in enumerate(zip(record.outputs, outs, strict=True)):
-            y = out.detach()
-            agree = [golden_agreement(y.cpu(), g[k], b[k], y.dtype) for g, b in zip(golds, bnds, strict=True)]
-            which = next((i for i, a in enumerate(agree) if a.all()), None)
-            if which is None and (agree[0] | agree[1]).all():
-                measure(f"{name} {when}", "each element one of the two γ conventions, neither throughout")
-                continue  # every element is a correct result for one of the accepted conventions
-            what = f"{name} {when}" + (" (γ rounded to the input dtype)" if which == 1 else "")
-            which = which or 0  # (neither explains every element: judged, and failed, against γ as loaded)
-            assert_matches_golden(y, golds[which][k], bnds[which][k], what=what)
+        _judge_either(record, outs, (exact, rounded), dtype, when)
 
     body.__doc__ = (
         f"{record.name} with fp32 master parameters (values no 16-bit dtype holds) called on bf16 inputs returns each "
@@ -284,34 +351,41 @@ def gradgradcheck(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...], *, c
         fail(f"{component}: fp64 gradgradcheck of {what} failed")
 
 
+def _leaves(record: Component, case: Case, device: str) -> tuple[torch.Tensor, ...]:
+    """The case's inputs, then its parameters in the record's order, on ``device``, requiring grad."""
+    return (
+        *(t.to(device).requires_grad_(True) for t in case.inputs),
+        *(case.params[p].to(device).requires_grad_(True) for p in record.params),
+    )
+
+
+def _outputs_in(record: Component, module: Any, subset: tuple[int, ...]) -> Callable[..., tuple[torch.Tensor, ...]]:
+    """The function of the leaves (``_leaves``' order) that gradgradcheck differentiates: the module called with
+    those parameters, its outputs in ``subset``."""
+    n = len(record.inputs)
+
+    def f(*ts: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = torch.func.functional_call(module, dict(zip(record.params, ts[n:], strict=True)), tuple(ts[:n]))
+        outs = (out,) if len(record.outputs) == 1 else tuple(out)
+        return tuple(outs[i] for i in subset)
+
+    return f
+
+
 def _second_order(record: Component) -> Callable[..., Any]:
     def body(impl: Any, dtype: DType, device: str, data: Data) -> None:
         case = data.draw(record.cases(dtype, max_dim=16), label="case")
         seed = data.draw(st.integers(0, 2**32 - 1), label="input seed")
         # inputs of unit scale, N(0.25, 1): a finite difference of step 1e-6 resolves the function there (near a zero
         # row the norm's curvature lives at the scale √eps, which may be 1e-6 itself: no derivative check can judge)
-        case = case.with_inputs(tuple(_seeded(tuple(t.shape), dtype, seed + i) for i, t in enumerate(case.inputs)))
+        case = case.with_inputs(_seeded(case.inputs, dtype, seed))
         harness.note(case)
         module = record.build(impl, case, dtype, device)
         record.call(module, tuple(t.to(device) for t in case.inputs))  # once, recorded: what a diagnosis re-evaluates
-        n = len(record.inputs)
-        leaves = (
-            *(t.to(device).requires_grad_(True) for t in case.inputs),
-            *(case.params[p].to(device).requires_grad_(True) for p in record.params),
-        )
-
-        def outputs(*ts: torch.Tensor) -> tuple[torch.Tensor, ...]:
-            out = torch.func.functional_call(module, dict(zip(record.params, ts[n:], strict=True)), tuple(ts[:n]))
-            return (out,) if len(record.outputs) == 1 else tuple(out)
-
+        leaves = _leaves(record, case, device)
         for subset in _subsets(len(record.outputs)):
-            names = ", ".join(record.outputs[i] for i in subset)
-
-            def f(*ts: torch.Tensor, subset: tuple[int, ...] = subset) -> tuple[torch.Tensor, ...]:
-                outs = outputs(*ts)
-                return tuple(outs[i] for i in subset)
-
-            gradgradcheck(f, leaves, component=record.name, what=f"({names}) w.r.t. {', '.join(record.differentiable)}")
+            what = f"({_named(record, subset)}) w.r.t. {', '.join(record.differentiable)}"
+            gradgradcheck(_outputs_in(record, module, subset), leaves, component=record.name, what=what)
 
     body.__doc__ = (
         f"In fp64 the second derivatives of {record.name} (the derivative of its backward: gradient penalties, "
@@ -335,23 +409,11 @@ def _output_subsets(record: Component) -> Callable[..., Any]:
         case = data.draw(record.cases(dtype, max_dim=64), label="case")
         harness.note(case)
         module = record.build(impl, case, dtype, device)
-        x = case.inputs[0]
         for subset in _subsets(len(record.outputs), proper=True):
-            used = ", ".join(record.outputs[i] for i in subset)
-            inputs = tuple(t.to(device).requires_grad_(True) for t in case.inputs)
-            wrt = [*inputs, *_params_of(record, module)]
-            outs = record.call(module, inputs, grad=True)
-            n = len(record.outputs)
-            cots = tuple(S.cotangent(tuple(x.shape), dtype, 7 + i) if i in subset else None for i in range(n))
-            got = harness.backward(
-                tuple(outs[i] for i in subset), tuple(cots[i].to(device) for i in subset), wrt, component=record.name
-            )
-            expected = record.vjp(case, cots, dtype)
-            for name, g in zip(record.differentiable, got, strict=True):
-                gold, b = expected[name]
-                what = f"∂/∂{name} with only ({used}) differentiated" + (" (no gradient: zeros)" if g is None else "")
-                actual = torch.zeros_like(case.params.get(name, x)) if g is None else g
-                assert_matches_golden(actual, gold, b, what=what, record=False)
+            used = _named(record, subset)
+            cots = _cotangents(case, len(record.outputs), dtype, 7, subset)  # None: that output unused
+            when = f"with only ({used}) differentiated"
+            _gradients_match(record, module, case, dtype, device, cots, when, none_is_zero=True)
 
     body.__doc__ = (
         f"Differentiating a proper subset of {record.name}'s outputs (the others unused, their cotangent None: "
@@ -362,20 +424,26 @@ def _output_subsets(record: Component) -> Callable[..., Any]:
 
 
 # ---------------------------------------------------------------------------------------------- storage reuse
+def _over(storages: list, inputs: tuple[torch.Tensor, ...], dtype: DType, device: str) -> tuple[torch.Tensor, ...]:
+    """``inputs`` copied into new tensor objects over the freed ``storages``, as an allocator hands freed memory to
+    the next tensors."""
+    return tuple(
+        torch.empty(0, dtype=dtype, device=device).set_(storage, 0, t.shape).copy_(t.to(device))
+        for storage, t in zip(storages, inputs, strict=True)
+    )
+
+
 def _storage_reuse(record: Component) -> Callable[..., Any]:
     def body(impl: Any, dtype: DType, device: str, data: Data) -> None:
         case = data.draw(record.cases(dtype, max_dim=64, min_rows=2), label="case")
         seed = data.draw(st.integers(0, 2**32 - 1), label="first input seed")
         harness.note(case)
         module = record.build(impl, case, dtype, device)
-        first = tuple(_seeded(tuple(t.shape), dtype, seed + i).to(device) for i, t in enumerate(case.inputs))
+        first = tuple(t.to(device) for t in _seeded(case.inputs, dtype, seed))
         storages = [t.untyped_storage() for t in first]
         record.call(module, first)
         del first  # freed: the next inputs land in the same memory
-        reused = []  # new tensor objects over the freed memory, as an allocator hands it to the next tensors
-        for storage, t in zip(storages, case.inputs, strict=True):
-            reused.append(torch.empty(0, dtype=dtype, device=device).set_(storage, 0, t.shape).copy_(t.to(device)))
-        outs = record.call(module, tuple(reused))
+        outs = record.call(module, _over(storages, case.inputs, dtype, device))
         _judge(record, outs, case, dtype, "of a call whose inputs reuse the memory of the previous call's")
 
     body.__doc__ = (
@@ -395,19 +463,9 @@ def _magnitudes(record: Component) -> Callable[..., Any]:
         describe(**how.describe())
         module = record.build(impl, big, dtype, device)
         _judge(record, record.call(module, _on(big, device)), big, dtype, "with massive channels")
-        if record.golden_vjp_of is None:  # no golden VJP (the Block: its derivative oracle is the baselines')
-            return
-        leaves = tuple(t.to(device).requires_grad_(True) for t in big.inputs)
-        wrt = [*leaves, *_params_of(record, module)]
-        outs = record.call(module, leaves, grad=True)
-        cots = tuple(S.cotangent(tuple(o.shape), dtype, 11 + i) for i, o in enumerate(outs))
-        got = harness.backward(outs, tuple(c.to(device) for c in cots), wrt, component=record.name)
-        expected = record.vjp(big, cots, dtype)
-        for name, g in zip(record.differentiable, got, strict=True):
-            if g is None:
-                fail(f"{record.name} backward gives no gradient for {name}")
-            gold, b = expected[name]
-            assert_matches_golden(g, gold, b, what=f"∂/∂{name} with massive channels", record=False)
+        if record.golden_vjp_of is not None:  # (none: the Block, its derivative oracle is the baselines')
+            cots = _cotangents(big, len(record.outputs), dtype, 11)
+            _gradients_match(record, module, big, dtype, device, cots, "with massive channels")
 
     body.__doc__ = (
         f"{record.name} on inputs with massive channels (1–3 fixed channels of every row at ±2^7 … 2^13, as trained "
@@ -439,46 +497,96 @@ def _perturbed(params: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {k: -v.flip(-1) for k, v in params.items()}
 
 
-def _lifecycle(record: Component) -> Callable[..., Any]:
-    def body(impl: Any, dtype: DType, device: str, data: Data) -> None:
-        case = data.draw(record.cases(dtype, max_dim=32), label="case")
-        harness.note(case)
-        ops, inputs, memo = harness.Ops(record.name), _on(case, device), {}
+@dataclasses.dataclass(frozen=True)
+class _Life:
+    """One case taken through the moves of a module's life: each move a guarded step (``ops``: a failing one names
+    itself), each module it leaves called on the case's ``inputs`` and judged against golden (kept in ``memo``)."""
 
-        def check(module: torch.nn.Module, when: str) -> None:
-            _judge(record, record.call(module, inputs), case, dtype, when, record_ulps=False, memo=memo)
+    record: Component
+    impl: Any
+    case: Case
+    dtype: DType
+    device: str
+    ops: harness.Ops
+    inputs: tuple[torch.Tensor, ...]
+    memo: dict[Any, Any] = dataclasses.field(default_factory=dict)
 
-        module = record.build(impl, case, dtype, device)
-        check(module, "as built")
-        twin = ops.step("copy.deepcopy(module)", lambda: copy.deepcopy(module))
-        check(twin, "of a copy.deepcopy")
-        other = _perturbed(case.params)  # the copy is a module of its own: new weights in it leave the original be
-        harness.reload(twin, other, dtype, device, record.name)
-        _judge(record, record.call(twin, inputs), case.with_params(other), dtype, "of the copy after loading new "
-               "weights into it", record_ulps=False)  # fmt: skip
-        check(module, "of the original after new weights were loaded into its copy")
+    def check(self, module: torch.nn.Module, when: str) -> None:
+        __tracebackhide__ = True
+        outs = self.record.call(module, self.inputs)
+        _judge(self.record, outs, self.case, self.dtype, when, record_ulps=False, memo=self.memo)
+
+    def build(self, params: dict[str, torch.Tensor] | None = None) -> torch.nn.Module:
+        return self.record.build(self.impl, self.case, self.dtype, self.device, params=params)
+
+    def after_deepcopy(self, module: torch.nn.Module) -> None:
+        """A copy computes the same function; new weights loaded into it change the copy alone."""
+        __tracebackhide__ = True
+        twin = self.ops.step("copy.deepcopy(module)", lambda: copy.deepcopy(module))
+        self.check(twin, "of a copy.deepcopy")
+        other = _perturbed(self.case.params)  # the copy is a module of its own: new weights in it leave the original be
+        harness.reload(twin, other, self.dtype, self.device, self.record.name)
+        outs, when = self.record.call(twin, self.inputs), "of the copy after loading new weights into it"
+        _judge(self.record, outs, self.case.with_params(other), self.dtype, when, record_ulps=False)
+        self.check(module, "of the original after new weights were loaded into its copy")
+
+    def after_pickle(self, module: torch.nn.Module) -> None:
+        """A module that pickles comes back computing the same function (one that does not: measured, not failed)."""
+        __tracebackhide__ = True
         try:  # a module need not pickle (torch recommends state_dict; a class defined in a function cannot) …
             saved = pickle.dumps(module)
         except (pickle.PicklingError, AttributeError, TypeError) as exc:
             measure("pickle", f"not picklable: {type(exc).__name__}: {exc}")
         else:  # … but one that does must come back computing the same function
-            check(ops.step("pickle.loads of its pickle", lambda: pickle.loads(saved)), "after a pickle round trip")
+            back = self.ops.step("pickle.loads of its pickle", lambda: pickle.loads(saved))
+            self.check(back, "after a pickle round trip")
+
+    def after_state_dict(self, module: torch.nn.Module) -> None:
+        """The state_dict has the contract's names and the loaded values; loaded into another instance, that one
+        computes the same function."""
+        __tracebackhide__ = True
+        record, ops = self.record, self.ops
         state = ops.step("state_dict()", module.state_dict)
         if set(state) != set(record.params):
             fail(f"{record.name}.state_dict() has keys {sorted(state)}, not the contract's {sorted(record.params)}")
         for name in record.params:
-            assert_bitwise_equal(state[name], case.params[name], what=f"state_dict()[{name!r}]", why="as loaded")
-        fresh = record.build(impl, case, dtype, device, params=other)
+            assert_bitwise_equal(state[name], self.case.params[name], what=f"state_dict()[{name!r}]", why="as loaded")
+        fresh = self.build(_perturbed(self.case.params))
         ops.step("load_state_dict(another instance's state_dict())", lambda: fresh.load_state_dict(state, strict=True))
-        check(fresh, "after loading another instance's state_dict()")
-        moved = ops.step(f".to(torch.float64).to({dtype})", lambda: module.to(torch.float64).to(dtype))
-        check(moved, f"after .to(torch.float64).to({dtype})")
-        empty = record.build(impl, case, dtype, device, params=_perturbed(case.params))
+        self.check(fresh, "after loading another instance's state_dict()")
+
+    def after_dtype_round_trip(self, module: torch.nn.Module) -> None:
+        """Moved to fp64 and back, the module computes the same function (its values survive both casts)."""
+        __tracebackhide__ = True
+        dtype = self.dtype
+        moved = self.ops.step(f".to(torch.float64).to({dtype})", lambda: module.to(torch.float64).to(dtype))
+        self.check(moved, f"after .to(torch.float64).to({dtype})")
+
+    def after_to_empty(self) -> None:
+        """Another instance moved by ``to_empty`` (its memory uninitialised: NaN here), ``reset_parameters()`` where
+        defined, and the case's weights loaded computes the case's function."""
+        __tracebackhide__ = True
+        ops, device = self.ops, self.device
+        empty = self.build(_perturbed(self.case.params))
         ops.step(f"to_empty(device={device!r})", lambda: empty.to_empty(device=device))
         _poison(empty)
         ops.step("reset_parameters() of each submodule defining it", lambda: _reset(empty))
-        harness.reload(empty, case.params, dtype, device, record.name)
-        check(empty, "after to_empty (memory left uninitialised: NaN here), reset_parameters(), load_state_dict")
+        harness.reload(empty, self.case.params, self.dtype, device, self.record.name)
+        self.check(empty, "after to_empty (memory left uninitialised: NaN here), reset_parameters(), load_state_dict")
+
+
+def _lifecycle(record: Component) -> Callable[..., Any]:
+    def body(impl: Any, dtype: DType, device: str, data: Data) -> None:
+        case = data.draw(record.cases(dtype, max_dim=32), label="case")
+        harness.note(case)
+        life = _Life(record, impl, case, dtype, device, harness.Ops(record.name), _on(case, device))
+        module = life.build()
+        life.check(module, "as built")
+        life.after_deepcopy(module)
+        life.after_pickle(module)
+        life.after_state_dict(module)
+        life.after_dtype_round_trip(module)
+        life.after_to_empty()
 
     body.__doc__ = (
         f"{record.name} matches golden after each move of its life: copy.deepcopy (new weights loaded into the copy "
