@@ -227,15 +227,26 @@ def _header(config: pytest.Config) -> str:
 
 
 @pytest.fixture(scope="session")
-def nanolm_impl(request: pytest.FixtureRequest) -> Any:
-    """The implementation under test (--impl > $NANOLM_IMPL > nanolm_core), loaded in this process."""
-    from properties.running.loading import ImplementationError, load, resolve_spec
+def nanolm_subject(request: pytest.FixtureRequest) -> Any:
+    """The implementation under test (--impl > $NANOLM_IMPL > nanolm_core) in a process of its own
+    (``subject_server.Subject``): this process judges and never imports it. Ended with the session."""
+    from properties.running.loading import ImplementationError, resolve_spec
+    from properties.running.subject_server import Subject
 
     spec = resolve_spec(option=request.config.getoption("--impl"))
     try:
-        return load(spec)
+        subject = Subject(spec)
     except ImplementationError as exc:
         pytest.exit(f"nanolm-verify: {exc}", returncode=2)
+    yield subject
+    subject.close()
+
+
+@pytest.fixture(scope="session")
+def nanolm_impl(nanolm_subject: Any) -> Any:
+    """The implementation under test as the laws see it: the stand-in for the subject process's
+    (``properties.library.remote``)."""
+    return nanolm_subject.implementation()
 
 
 @pytest.fixture(scope="session")
@@ -330,6 +341,7 @@ def measurements(result: Any) -> list[tuple[str, Any]]:
 @pytest.fixture
 def nanolm_law_runner(
     request: pytest.FixtureRequest,
+    nanolm_subject: Any,
     nanolm_impl: Any,
     nanolm_law_profile: str,
     nanolm_law_seed: int | None,
@@ -361,8 +373,8 @@ def nanolm_law_runner(
                 pytest.mark.xfail(reason=f"expected failure ({entry.where}): {entry.reason}", raises=LawFailed)
             )
         result = run_law(
-            law, nanolm_impl, dtype=dtype, device=device, profile=nanolm_law_profile, seed=nanolm_law_seed,
-            repro=repro,
+            law, nanolm_subject.implementation(), dtype=dtype, device=device, profile=nanolm_law_profile,
+            seed=nanolm_law_seed, repro=repro,
         )  # fmt: skip
         item.user_properties += measurements(result)  # record_property: JUnit XML carries them, headroom first
         item.user_properties.append((_LAWS, law_id))

@@ -81,12 +81,14 @@ class Selection:
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
     """How a run goes: worker processes per implementation, the per-law time limit (s), the memory cap of a
-    worker (bytes; None: none) and torch's CPU threads in a worker."""
+    worker (bytes; None: none), torch's CPU threads in a worker, and whether the implementation runs in a subject
+    process of its own, out of the judge's reach (``boundary``; off only for the benches' baseline)."""
 
     workers: int
     timeout: float
     memory_limit: int | None = None
     threads: int = 1
+    boundary: bool = True
 
     @classmethod
     def of(
@@ -152,8 +154,9 @@ class Session:
         if spec not in self._pools:
             o = self.options
             self._pools[spec] = Pool(
-                spec, workers=o.workers, timeout=o.timeout, memory_limit=o.memory_limit, threads=o.threads, start=start
-            )
+                spec, workers=o.workers, timeout=o.timeout, memory_limit=o.memory_limit, threads=o.threads, start=start,
+                boundary=o.boundary,
+            )  # fmt: skip
         return self._pools[spec].info
 
     def results(
