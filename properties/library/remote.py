@@ -43,7 +43,7 @@ import torch
 from torch import nn
 
 from properties.library import state
-from properties.library.context import ContractFailure, SubjectCrash
+from properties.library.context import ContractFailure, NotApplicable, SubjectCrash
 
 __all__ = [
     "DTYPES",
@@ -304,6 +304,11 @@ def _ptr(t: torch.Tensor) -> int:
     return 0 if t.device.type == "meta" or t.numel() == 0 else t.data_ptr()
 
 
+def _grad_state(p: torch.Tensor) -> tuple[int, int, int] | None:
+    g = p.grad
+    return None if g is None else (id(g), _version(g), _ptr(g))
+
+
 def _version(t: torch.Tensor) -> int:
     return -1 if t.is_inference() else t._version  # (an inference tensor has no version counter)
 
@@ -324,6 +329,7 @@ class Link:
         self.pending: list[str] = []  # rids the judge no longer needs (sent with the next request)
         self.known = _Known(self)
         self.mirrors: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # rid → the local Parameter
+        self.grads: dict[str, Any] = {}  # rid → the state of its mirror's .grad the subject last saw
         self.broken: str | None = None
         self.device = "cpu"
         _LINKS.append(weakref.ref(self))
@@ -497,10 +503,23 @@ class RemoteModule(_Node):
                 parent.add_module(attr, _Node(str(kind)))
         for name, t in (desc.get("params") or {}).items():
             self._adopt_param(name, t)
+        self._adopt_grads(desc.get("grads"))
         for name, t in (desc.get("buffers") or {}).items():
             owner, attr = self._slot(name)
             owner.register_buffer(attr, t.detach() if isinstance(t, torch.Tensor) else None)
         self._set_training(bool(desc.get("training", False)))
+
+    def _adopt_grads(self, grads: Any) -> None:
+        """The subject's ``.grad`` of the parameters it reports changed (set, cleared), as it holds them now."""
+        for name, g in (grads or {}).items():
+            owner, attr = self._slot(name)
+            mirror = owner._parameters.get(attr)
+            fits = g is None or (isinstance(g, torch.Tensor) and g.shape == mirror.shape and g.dtype == mirror.dtype)
+            if not isinstance(mirror, nn.Parameter) or not fits:
+                raise SubjectCrash(f"the subject reported a .grad of {name} that does not fit the parameter")
+            mirror.grad = None if g is None else g.to(mirror.device)
+            if (rid := self._link.known.rid(mirror)) is not None:
+                self._link.grads[rid] = _grad_state(mirror)
 
     def _adopt_param(self, name: str, t: Any) -> None:
         """The local mirror of the subject's parameter ``name`` (one mirror per subject parameter: a parameter
@@ -552,8 +571,9 @@ class RemoteModule(_Node):
 
     def _sync(self) -> None:
         """Send what changed locally since the subject last saw it: a parameter updated in place, one assigned
-        (another module's: tied; or a new one), a changed requires_grad."""
-        copy, assign, flags = {}, {}, {}
+        (another module's: tied; or a new one), a changed requires_grad, a ``.grad`` that a backward accumulated
+        into or the law cleared (``.grad`` is the subject module's: a forward that resets it shows)."""
+        copy, assign, flags, grads = {}, {}, {}, {}
         for name, (was, version, ptr, rg) in self._synced.items():
             owner, attr = self._slot(name)
             now = owner._parameters.get(attr)
@@ -570,12 +590,17 @@ class RemoteModule(_Node):
                 copy[name] = now.detach()
             if now.requires_grad != rg:
                 flags[name] = now.requires_grad
-        if copy or assign or flags:
-            self._adopt(self._step("sync", copy=copy, assign=assign, flags=flags))
-            for name in {**copy, **assign, **flags}:  # what the subject now has
+            rid = self._link.known.rid(now)
+            if now is was and rid is not None and _grad_state(now) != self._link.grads.get(rid):
+                grads[name] = None if now.grad is None else now.grad.detach()  # .grad is the subject's to keep
+        if copy or assign or flags or grads:
+            self._adopt(self._step("sync", copy=copy, assign=assign, flags=flags, grads=grads))
+            for name in {**copy, **assign, **flags, **grads}:  # what the subject now has
                 owner, attr = self._slot(name)
                 now = owner._parameters[attr]
                 self._synced[name] = (now, _version(now), _ptr(now), now.requires_grad)
+                if (rid := self._link.known.rid(now)) is not None:
+                    self._link.grads[rid] = _grad_state(now)
 
     # ---- the call
     def forward(self, *inputs: Any) -> Any:
@@ -652,6 +677,7 @@ class _Remote(torch.autograd.Function):
                 _write(inputs[int(k)], new)
         for name, t in (reply.get("params") or {}).items():
             m._adopt_param(name, t)
+        m._adopt_grads(reply.get("grads"))
         local = []
         for d in outs:
             if not isinstance(d, dict) or not isinstance(d.get("tensor"), torch.Tensor):
@@ -673,8 +699,8 @@ class _Remote(torch.autograd.Function):
     def backward(ctx: Any, *grads: Any) -> Any:
         if ctx.call is None:
             return (None,) * (ctx.n + 1)
-        if torch.is_grad_enabled():
-            raise NotImplementedError("second-order derivatives of a subject across the process boundary")
+        if torch.is_grad_enabled():  # create_graph: the subject's vjp would have to be a graph of the judge's
+            raise NotApplicable("second-order derivatives of the subject do not cross the process boundary")
         wrt = [i for i, need in enumerate(ctx.needs_input_grad[1:]) if need]
         cot = [None if g is None or not d else g for g, d in zip(grads, ctx.differentiable, strict=True)]
         reply = ctx.link.request("backward", call=ctx.call, cot=cot, wrt=wrt, context=call_context())

@@ -90,6 +90,7 @@ class Server:
         self.rids: dict[int, str] = {}  # id(tensor) → rid, for tensors of ours the judge holds
         self.calls: dict[str, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
         self.seen: dict[str, dict[str, tuple[str, int, int, torch.Tensor | None]]] = {}  # handle → name → state
+        self.grads: dict[str, dict[str, Any]] = {}  # handle → name → the state of .grad the judge last saw
         self._count = itertools.count(1)
         self.spans: dict[str, list | None] = {}
 
@@ -134,6 +135,7 @@ class Server:
                 del self.rids[id(t)]
             self.modules.pop(name, None)
             self.seen.pop(name, None)
+            self.grads.pop(name, None)
             self.calls.pop(name, None)
 
     def _resolve(self, desc: dict[str, Any]) -> torch.Tensor:
@@ -173,7 +175,13 @@ class Server:
             params[name] = self.keep(p)
             snapshot = p.detach().clone() if p.device.type != "meta" and p.numel() <= _SNAPSHOT_LIMIT else None
             seen[name] = (params[name]["rid"], _version(p), _ptr(p), snapshot)
-        out: dict[str, Any] = {"params": params}
+        seen_grads, grads = self.grads.setdefault(handle, {}), {}
+        for name, p in module.named_parameters(remove_duplicate=False):
+            state_now = _grad_state(p)
+            if state_now != seen_grads.get(name):
+                grads[name] = None if p.grad is None else p.grad.detach()
+                seen_grads[name] = state_now
+        out: dict[str, Any] = {"params": params, "grads": grads}
         if not only_changed:
             out["modules"] = [[path, type(m).__name__] for path, m in module.named_modules() if path]
             out["buffers"] = {n: b.detach() for n, b in module.named_buffers()}
@@ -213,7 +221,7 @@ class Server:
         self.modules[m].load_state_dict(state, strict=bool(strict))
         return self.describe(m, only_changed=True)
 
-    def op_sync(self, m: str, copy: dict, assign: dict, flags: dict) -> dict[str, Any]:
+    def op_sync(self, m: str, copy: dict, assign: dict, flags: dict, grads: dict) -> dict[str, Any]:
         module = self.modules[m]
         params = dict(module.named_parameters(remove_duplicate=False))
         with torch.no_grad():
@@ -226,6 +234,10 @@ class Server:
         params = dict(module.named_parameters(remove_duplicate=False))
         for name, flag in flags.items():
             params[name].requires_grad_(bool(flag))
+        seen = self.grads.setdefault(m, {})
+        for name, g in grads.items():  # the judge's backward accumulated into .grad, or the law cleared it
+            params[name].grad = None if g is None else g.detach()
+            seen[name] = _grad_state(params[name])
         return self.describe(m, only_changed=True)
 
     def op_clone(self, m: str, new: str) -> dict[str, Any]:
@@ -255,7 +267,8 @@ class Server:
         }
         if written:
             reply["inputs_after"] = written
-        reply["params"] = self.describe(m, only_changed=True)["params"]
+        changed = self.describe(m, only_changed=True)
+        reply["params"], reply["grads"] = changed["params"], changed["grads"]
         return reply
 
     def op_backward(self, call: str, cot: list, wrt: list) -> dict[str, Any]:
@@ -317,6 +330,10 @@ class Server:
 
 def _ptr(t: torch.Tensor) -> int:
     return 0 if t.device.type == "meta" or t.numel() == 0 else t.data_ptr()
+
+
+def _grad_state(p: torch.Tensor) -> tuple[int, int] | None:
+    return None if p.grad is None else (id(p.grad), _version(p.grad))
 
 
 def _version(t: torch.Tensor) -> int:
