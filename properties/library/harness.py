@@ -167,6 +167,15 @@ class RopeLayout(nn.Module):
         self.heads = {"attn.wq.weight": config.n_heads, "attn.wk.weight": config.n_kv_heads}
         self.training = block.training
 
+    def to(self, *args: Any, **kwargs: Any) -> RopeLayout:  # moving, switching the view is the Block's step
+        self._block.to(*args, **kwargs)
+        return self
+
+    def train(self, mode: bool = True) -> RopeLayout:
+        self._block.train(mode)
+        self.training = mode
+        return self
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = {}
         for name, n in self.heads.items():  # by attribute: under functional_call a weight is a plain tensor

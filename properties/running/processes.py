@@ -21,7 +21,9 @@ from multiprocessing.context import BaseContext
 
 __all__ = ["PRELOAD", "context", "environment", "install_environment", "warm_up"]
 
-PRELOAD = ["properties.running.workers"]  # torch, numpy, Hypothesis, golden, the law library and the runner
+# torch, numpy, Hypothesis, golden, the law library and the runner; and what torch.autograd.grad imports at its first
+# call (symbolic shapes: sympy, ≈ 1-2 s), which the judge and the subject process of every worker would pay again
+PRELOAD = ["properties.running.workers", "torch.fx.experimental.symbolic_shapes"]
 
 
 def context() -> BaseContext:
