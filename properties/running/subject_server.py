@@ -240,6 +240,16 @@ class Server:
             seen[name] = _grad_state(params[name])
         return self.describe(m, only_changed=True)
 
+    def op_pickled(self, m: str, new: str) -> dict[str, Any]:
+        import pickle  # the subject's own module, in its own process: nothing of it is unpickled elsewhere
+
+        self.modules[new] = pickle.loads(pickle.dumps(self.modules[m]))
+        return {}
+
+    def op_describe(self, m: str) -> dict[str, Any]:
+        self.seen.pop(m, None)
+        return self.describe(m)
+
     def op_clone(self, m: str, new: str) -> dict[str, Any]:
         self.modules[new] = copy.deepcopy(self.modules[m])
         return self.describe(new)
