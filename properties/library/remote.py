@@ -168,7 +168,7 @@ def pack(value: Any, bufs: list[Any], known: Callable[[torch.Tensor], dict[str, 
     return str(value)
 
 
-def _ints(value: Any, what: str, *, positive: bool = False) -> list[int]:
+def _ints(value: Any, what: str) -> list[int]:
     if not isinstance(value, list) or len(value) > 64 or not all(type(v) is int and v >= 0 for v in value):
         raise ProtocolError(f"{what} is not a list of non-negative integers: {str(value)[:80]}")
     return value
@@ -356,6 +356,8 @@ class Link:
             reply, rbufs = receive(self.conn)
         except ProtocolError as exc:
             raise self._fail(f"sent a malformed answer: {exc}") from None
+        except MemoryError:
+            raise self._fail("sent an answer larger than the judge's memory") from None
         except (EOFError, OSError, BrokenPipeError) as exc:
             raise self._fail(f"{ENDED} ({type(exc).__name__})") from None
         if reply.get("op") != op:

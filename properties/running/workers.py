@@ -150,6 +150,8 @@ def _judge_main(
     asks for against the subject's stand-in and sends back each LawResult. (``wire`` None: no subject process —
     the implementation is imported here, judge and subject in one process: ``WorkerOptions.boundary`` off.)"""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    if wire is not None:
+        _undumpable()
     processes.install_environment(options.environ)
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
@@ -197,6 +199,15 @@ def _judge_main(
             conn.send(("last", result))
             return
         conn.send(("result", result))
+
+
+def _undumpable() -> None:
+    """Linux: the judge is not dumpable, so a process of the same (unprivileged) user — the subject's — can neither
+    trace it nor read or write its memory through /proc/PID/mem (defence in depth; elsewhere a no-op)."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
 
 
 def _subject_of(link: Any, spec: str, *, first: bool = True) -> Any:
