@@ -8,7 +8,11 @@ laws are used:
   law test is collected or run (as Hypothesis' own plugin defers ``import hypothesis``);
 * its options carry the project's prefix — ``--impl`` (the contract's name), ``--nanolm-profile``,
   ``--nanolm-expectations``, ``--nanolm-no-shipped-expectations`` — and its fixtures too (``nanolm_impl``,
-  ``nanolm_law_runner`` …); its one marker is ``nanolm_cuda``;
+  ``nanolm_subject``, ``nanolm_law_runner`` …); its one marker is ``nanolm_cuda``;
+* the implementation runs in a process of its own (``nanolm_subject``, started when a law first needs it, again
+  after it crashed): pytest's process judges — Hypothesis, golden values, bounds, the outcome — and never imports
+  it, so nothing the implementation does in its process (patching the suite, a lying tensor, writing on its pipes)
+  reaches an outcome;
 * it never registers nor loads a Hypothesis profile, and registers nothing with Hypothesis: the user's own
   profiles, settings, example database and random generators stay as the user's conftest made them (torch's
   global generator is seeded and restored around each law example only: ``runner._seeded_torch_rng``);
