@@ -179,9 +179,15 @@ class _Run:
         self.left_out = max(self.left_out, getattr(node, "workeroutput", {}).get(_LEFT_OUT, 0))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """The header, once, when the collected tests run laws (never in a project that does not use them)."""
+        """The header, once, when the collected tests run laws (never in a project that does not use them); and the
+        fork server the implementation's process will come from starts its imports now, beside pytest's own work."""
+        if not any(map(_uses_laws, session.items)):
+            return
+        from properties.running import processes
+
+        processes.warm_up()
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None or hasattr(self.config, "workerinput") or not any(map(_uses_laws, session.items)):
+        if reporter is None or hasattr(self.config, "workerinput"):
             return
         reporter.write_line(_header(self.config))
         self.header = True
