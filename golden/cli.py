@@ -15,9 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
 
-from golden import bench, corpus
-from golden.formats import FORMATS
-from golden.framework import GoldenError
+from golden.layout import DATA_DIR, FAMILIES, MANIFEST  # the rest when an action runs: --help imports no torch
 
 RECHECK_INPUTS = 1 << 20  # recipe inputs up to this many values are regenerated and checked by a plain verify
 
@@ -73,14 +71,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=lambda args: _usage(p))
     sub = p.add_subparsers(dest="golden_command", metavar="ACTION", parser_class=_OneLineParser)
     v = sub.add_parser("verify", help="check the corpus checksums and recompute a sample of cases")
-    v.add_argument("--data", type=_corpus_dir, default=corpus.DATA_DIR, help="corpus directory (default: packaged)")
+    v.add_argument("--data", type=_corpus_dir, default=DATA_DIR, help="corpus directory (default: packaged)")
     v.add_argument("--full", action="store_true", help="recompute every case and regenerate every recipe (slow)")
     v.add_argument("--sample", type=_count, default=3, help="cheapest cases recomputed per family (default 3)")
     v.set_defaults(func=cmd_verify)
     r = sub.add_parser("regen", help="regenerate the corpus (refuses to overwrite without --force)")
-    r.add_argument("--data", type=_output_dir, default=corpus.DATA_DIR, help="corpus directory to write")
+    r.add_argument("--data", type=_output_dir, default=DATA_DIR, help="corpus directory to write")
     r.add_argument("--force", action="store_true", help="overwrite existing corpus files")
-    r.add_argument("--family", choices=corpus.FAMILIES, action="append", help="only this family (repeatable)")
+    r.add_argument("--family", choices=FAMILIES, action="append", help="only this family (repeatable)")
     r.set_defaults(func=cmd_regen)
     b = sub.add_parser("bench", help="time one golden SwiGLU row at D=4096, F=11008 vs naive mpmath and numpy")
     b.add_argument("--dim", type=_positive_int, default=4096, help="D (default 4096)")
@@ -100,13 +98,17 @@ def _generator() -> ModuleType:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from golden import corpus
+    from golden.formats import FORMATS
+    from golden.framework import GoldenError
+
     t0 = time.perf_counter()
     try:
         man = corpus.check_manifest(args.data)
-        print(f"golden verify: {corpus.MANIFEST}: lists {', '.join(man['files'])}")
+        print(f"golden verify: {MANIFEST}: lists {', '.join(man['files'])}")
         worst_all = 0.0
         n_cases = n_recomputed = 0
-        for fam in corpus.FAMILIES:
+        for fam in FAMILIES:
             header, cases = corpus.load_family(fam, args.data, man)
             n_cases += len(cases)
             skipped = 0
@@ -153,13 +155,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_regen(args: argparse.Namespace) -> int:
-    families = tuple(dict.fromkeys(args.family or corpus.FAMILIES))
-    paths = {f: args.data / f"{f}.json" for f in corpus.FAMILIES}
+
+    families = tuple(dict.fromkeys(args.family or FAMILIES))
+    paths = {f: args.data / f"{f}.json" for f in FAMILIES}
     existing = [str(paths[f]) for f in families if paths[f].exists()]
     if existing and not args.force:
         print(f"golden regen: refusing to overwrite {', '.join(existing)}; pass --force", file=sys.stderr)
         return 2
-    absent = [str(paths[f]) for f in corpus.FAMILIES if f not in families and not paths[f].exists()]
+    absent = [str(paths[f]) for f in FAMILIES if f not in families and not paths[f].exists()]
     if absent:
         print(
             f"golden regen: --family: {', '.join(absent)} would be missing from the manifest; regenerate every "
@@ -170,7 +173,7 @@ def cmd_regen(args: argparse.Namespace) -> int:
     gen = _generator()
     with tempfile.TemporaryDirectory() as tmp:  # write aside, then move: an interrupted regen leaves no half file
         tmpdir = Path(tmp)
-        for f in corpus.FAMILIES:
+        for f in FAMILIES:
             if f not in families:
                 shutil.copy(paths[f], tmpdir / paths[f].name)
         print(f"golden regen: generating {', '.join(families)} (generator {gen.GENERATOR_VERSION})")
@@ -178,10 +181,12 @@ def cmd_regen(args: argparse.Namespace) -> int:
         args.data.mkdir(parents=True, exist_ok=True)
         for f in families:
             shutil.move(str(tmpdir / paths[f].name), paths[f])
-        shutil.move(str(tmpdir / corpus.MANIFEST), args.data / corpus.MANIFEST)
+        shutil.move(str(tmpdir / MANIFEST), args.data / MANIFEST)
     print(f"golden regen: wrote {args.data}")
     return 0
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    from golden import bench
+
     return bench.run(args.dim, args.hidden, args.slice)

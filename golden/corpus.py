@@ -41,14 +41,12 @@ import torch
 from golden import dd, engine
 from golden.formats import FORMATS, fmt
 from golden.framework import Golden
+from golden.layout import DATA_DIR, FAMILIES, MANIFEST
 from golden.rounding import round_to_grid
 from nanolm_core import ModelConfig
 
 MAGIC = "nanolm-verify golden corpus"
 FORMAT_VERSION = 1
-DATA_DIR = Path(__file__).parent / "data"
-MANIFEST = "MANIFEST.json"
-FAMILIES = ("rmsnorm", "swiglu", "block", "add_rmsnorm")
 INPUTS = {  # the stored inputs of each family, by name
     "rmsnorm": ("x", "weight"),
     "swiglu": ("x", "w_gate", "w_up", "w_down"),

@@ -217,11 +217,6 @@ def exact(t: Any, what: str) -> np.ndarray:
     return read({what: t})[0]
 
 
-def all_finite(*arrays: np.ndarray) -> bool:
-    """Every value finite (``read(...).finite`` answers this while reading, without a second pass)."""
-    return all(bool(np.isfinite(a).all()) for a in arrays)
-
-
 def _exact(t: Any, what: str) -> tuple[np.ndarray, np.ndarray | None]:
     """(values, None) with the exact values of a tensor/array — float32 for fp16/fp32, float64 for fp64 and numpy
     integers — or, for bf16, (an uninitialised float32 array, the bf16 bit patterns) for :func:`read` to widen."""

@@ -25,8 +25,9 @@ applying RoPE to interleaved pairs (2j, 2j+1) computes exactly the contract's ro
 Non-torch code — ``bridge(forward, vjp=None)`` runs a function on numpy / DLPack arrays inside a
 ``torch.autograd.Function``: inputs leave through DLPack (bf16 through ``ml_dtypes`` when installed), the result
 comes back the same way; ``vjp(grad_out, *inputs)`` gives the backward, and without one the backward raises
-``NotImplementedError`` (the gradient laws are then skipped as "not implemented"). A ``forward`` that returns a
-tuple of arrays has several outputs; its ``vjp`` then receives the tuple of their cotangents as ``grad_out``.
+``NotImplementedError`` (the gradient laws are then skipped as "not implemented"), and so does a double backward
+(``create_graph=True``: the vjp's arrays carry no graph; the second-order laws are skipped). A ``forward`` that
+returns a tuple of arrays has several outputs; its ``vjp`` then receives the tuple of their cotangents as ``grad_out``.
 
 Dtypes — raise :class:`DtypeNotSupported` (or pass ``dtypes=`` to the wrappers) for a dtype the kernel does not
 support: the law is skipped with reason "dtype not supported", distinct from an exercise stub's
@@ -302,6 +303,8 @@ def bridge(
         def backward(ctx: Any, *grad_outs: torch.Tensor) -> tuple[Any, ...]:
             if vjp is None:
                 raise NotImplementedError(f"{label}: forward-only kernel (the bridge was given no vjp)")
+            if torch.is_grad_enabled():  # create_graph=True: a double backward through a vjp computed outside torch
+                raise NotImplementedError(f"{label}: its vjp runs outside torch, so its gradient has no derivative")
             cotangents = tuple(to_array(g) for g in grad_outs)
             grads = vjp(cotangents if ctx.several else cotangents[0], *ctx.arrays)
             return tuple(

@@ -11,17 +11,15 @@ import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from golden.formats import NAMES, fmt
-from properties.library.subject import COMPONENTS
-from properties.running import databases as _databases
-from properties.running import devices as _devices
-from properties.running import expectations as _expectations
+from properties.commands.helptext import DTYPE_NAMES as NAMES
+from properties.library import components  # light: names() imports no torch
 from properties.running import profiles
-from properties.running.loading import resolve_spec
-from properties.running.runner import UsageError
-from properties.running.session import RunOptions, Selection
+from properties.running.loading import UsageError, resolve_spec
+
+if TYPE_CHECKING:  # the validators import the heavy modules when they run: declaring the options (--help) is light
+    from properties.running.session import RunOptions, Selection
 
 __all__ = [
     "OPTIONS",
@@ -63,6 +61,8 @@ def dtypes(values: Sequence[str] | None) -> list[str] | None:
     names = [s.strip() for item in values for s in item.split(",")]
     if not names or any(not n for n in names):
         raise UsageError(f"--dtype {','.join(values)!r} names an empty dtype; use e.g. --dtype fp32,bf16")
+    from golden.formats import fmt
+
     try:
         chosen = [fmt(n).name for n in names]
     except ValueError:
@@ -84,6 +84,8 @@ def _known_names() -> set[str]:
 def devices(value: str, allow_skips: bool = False) -> list[str]:
     """``--device``: any torch device string, a comma-separated list, ``auto`` or ``all``. A device this machine
     does not have is a usage error unless skips are explicitly allowed (then its results are skipped)."""
+    from properties.running import devices as _devices
+
     if not value.strip():
         raise UsageError("--device is empty: use cpu, cuda, cuda:1, mps, auto or all")
     try:
@@ -101,6 +103,8 @@ def devices(value: str, allow_skips: bool = False) -> list[str]:
 
 def database(value: str) -> str:
     """``--database``: a directory (created when absent) or a reachable ``redis://HOST:PORT`` server."""
+    from properties.running import databases as _databases
+
     if not value.strip():
         raise UsageError("--database is empty: give a directory or redis://HOST:PORT")
     try:
@@ -200,7 +204,8 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     )),
     "only": (("--only",), dict(
         action="append", default=None, metavar="SEL",
-        help=f"components ({', '.join(COMPONENTS)}), law ids or names; repeatable, comma-separated (default: all)",
+        help=f"components ({', '.join(components.names())}), law ids or names; repeatable, comma-separated "
+        "(default: all)",
     )),
     "dtype": (("--dtype",), dict(
         action="append", default=None, metavar="DT", help=f"{','.join(NAMES)}; repeatable (default: all)"
@@ -280,6 +285,8 @@ def add_expectations(parser: argparse.ArgumentParser) -> Any:
 def selection(args: argparse.Namespace, *, laws: bool = True) -> Selection:
     """The session's Selection from the options ``add_selection`` (and ``add_expectations``) declared, validated;
     ``laws``: the selection must run at least one law."""
+    from properties.running.session import Selection
+
     get = functools.partial(getattr, args)
     only = [s.strip() for item in get("only", None) or () for s in item.split(",") if s.strip()]
     chosen = Selection(
@@ -301,6 +308,8 @@ def selection(args: argparse.Namespace, *, laws: bool = True) -> Selection:
 
 def run_options(args: argparse.Namespace, profile: str) -> RunOptions:
     """The session's RunOptions from the options ``add_run_options`` declared, validated, defaults filled in."""
+    from properties.running.session import RunOptions
+
     workers, timeout, memory = (getattr(args, name, None) for name in ("workers", "timeout", "memory_limit"))
     return RunOptions.of(
         profile,
@@ -313,6 +322,8 @@ def run_options(args: argparse.Namespace, profile: str) -> RunOptions:
 
 def expectations_file(path: str) -> None:
     """``--expectations FILE``: readable and well-formed (its first bad line is the error)."""
+    from properties.running import expectations as _expectations
+
     try:
         _expectations.read(path)
     except _expectations.ExpectationError as exc:

@@ -12,19 +12,31 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from properties.commands import arguments, baseline
-from properties.commands.helptext import EXIT, Formatter, adapters_text
-from properties.commands.render import json, text
-from properties.commands.results import exit_status
-from properties.library.assertions import plural
-from properties.running import session
-from properties.running.loading import ImplementationError
-from properties.running.runner import LawResult, UsageError, run_check, select_laws
-from properties.running.session import RunOptions, Selection, SubjectInfo
+from properties.commands import arguments
+from properties.commands.helptext import ADAPTER_IDS, EXIT, Formatter
+from properties.running.loading import ImplementationError, UsageError
+
+if TYPE_CHECKING:  # the parser is declared without them (--help imports no torch); the run imports them
+    from properties.commands.results import exit_status
+    from properties.running.runner import LawResult, run_check
+    from properties.running.session import RunOptions, Selection, SubjectInfo
 
 __all__ = ["execute", "exit_status", "main", "register", "run_check", "write_counterexamples"]
+
+
+def __getattr__(name: str) -> Any:  # re-exported, imported when first asked for
+    if name == "exit_status":
+        from properties.commands.results import exit_status
+
+        return exit_status
+    if name == "run_check":
+        from properties.running.runner import run_check
+
+        return run_check
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 DESCRIPTION = """\
 Run the laws against an implementation (a module, a .py file or an adapter id),
@@ -37,9 +49,11 @@ examples:
   nanolm-verify check mypkg.norms --profile ci --json out/report.json
   nanolm-verify check hf-llama --only RMSNorm --dtype bf16
   nanolm-verify check --list                    the laws, and exit
+  nanolm-verify check --list --json -           the laws and adapter ids as JSON
+  nanolm-verify check --list --matrix           component x axis: laws per cell
 
 adapter ids (IMPL):
-{adapters_text()}
+{ADAPTER_IDS}
 
 {EXIT}
 """
@@ -58,7 +72,19 @@ def register(subparsers: Any) -> None:
         help="module, .py path or adapter id (default: $NANOLM_IMPL, else nanolm_core)",
     )  # fmt: skip
     what = arguments.add_selection(p)
-    what.add_argument("--list", action="store_true", help="list the laws (id, dtypes, statement) and exit")
+    what.add_argument(
+        "--list", action="store_true",
+        help="list the laws (id, dtypes, statement) and exit; with --json PATH (- for standard output): the laws "
+        "and the adapter ids as JSON",
+    )  # fmt: skip
+    what.add_argument(
+        "--matrix", action="store_true",
+        help="with --list: the component x axis matrix (the laws covering each cell, or why none), and exit",
+    )  # fmt: skip
+    what.add_argument(
+        "--markdown", metavar="PATH", default=None,
+        help="with --list --matrix: write the matrix as Markdown to PATH (docs/matrix.md)",
+    )  # fmt: skip
     out = p.add_argument_group("output", "example: --json out/r.json (failures: out/r-counterexamples/*.pt)")
     arguments.add(out, "json_path")
     out.add_argument(
@@ -82,13 +108,46 @@ def _usage(exc: Exception) -> int:
     return 2
 
 
+def _matrix(args: argparse.Namespace) -> int:
+    from properties.library import matrix  # the law library: imported only to print it
+
+    if args.markdown is None:
+        print(matrix.text())
+        return 0
+    path = arguments.output_file(args.markdown, "--markdown")
+    Path(path).write_text(matrix.markdown(), encoding="utf-8")
+    print(f"wrote {path}")
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
-    if args.list:
+    from properties.commands import baseline
+    from properties.commands.render import text
+    from properties.running.runner import select_laws
+
+    if (args.matrix and not args.list) or (args.markdown is not None and not args.matrix):
+        return _usage(UsageError("--matrix goes with --list, --markdown with --list --matrix"))
+    if args.list and args.matrix:
         try:
-            print(text.law_list(select_laws(args.only)))
+            return _matrix(args)
         except UsageError as exc:
             return _usage(exc)
+    if args.list:
+        try:
+            laws = select_laws(args.only)
+            listing = arguments.output_file(args.json_path, "--json") if args.json_path not in (None, "-") else None
+        except UsageError as exc:
+            return _usage(exc)
+        if args.json_path is None:
+            print(text.law_list(laws))
+            return 0
+        from properties.commands.render import json
+
+        doc = json.law_list(laws)
+        print(json.dumps(doc)) if listing is None else print(f"wrote {json.write(doc, listing)}")
         return 0
+    if args.json_path == "-":
+        return _usage(UsageError("--json -: standard output holds the table; give a file (stdout only with --list)"))
     try:  # every argument, before any work
         spec = arguments.implementation(args.impl)
         selection = arguments.selection(args)
@@ -117,6 +176,12 @@ def execute(
     baseline_path: str | None = None,
 ) -> int:
     """Run ``selection`` against ``spec`` in the session, print the verdict, write the report → the exit status."""
+    from properties.commands.render import json, text
+    from properties.commands.results import exit_status
+    from properties.library.assertions import plural
+    from properties.running import session
+    from properties.running.session import SubjectInfo
+
     planned = len(selection.tasks())
     progress = text.Progress(planned, quiet=quiet)
     try:
@@ -147,16 +212,18 @@ def execute(
     )  # fmt: skip
     print(footer) if footer else None
     print("\n" + text.summary_line(results, run.duration))
-    if json_path:
-        print(f"report: {json.write(json.check_report(run, info, threads=options.threads), json_path)}")
     if run.interrupted:
-        return 128 + run.interrupted
-    if not results:
+        status = 128 + run.interrupted
+    elif not results:
         print("nothing was checked: no law ran (see the selection above)", file=sys.stderr)
-        return 1
-    status = exit_status(results)
-    if baseline_path:
-        status = max(status, _apply_baseline(results, Path(baseline_path), info, selection))
+        status = 1
+    else:
+        status = exit_status(results)
+        if baseline_path:
+            status = max(status, _apply_baseline(results, Path(baseline_path), info, selection))
+    if json_path:  # last: the report records the exit status
+        report = json.check_report(run, info, exit_status=status, threads=options.threads)
+        print(f"report: {json.write(report, json_path)}")
     return status
 
 
@@ -180,6 +247,8 @@ def write_counterexamples(results: Sequence[LawResult], folder: Path) -> int:
 
 def _apply_baseline(results: Sequence[LawResult], path: Path, impl: SubjectInfo, selection: Selection) -> int:
     """Record the run's per-law error statistics to ``path`` (absent), or report what grew since (present)."""
+    from properties.commands import baseline
+
     if not path.exists():
         baseline.record(results, path, impl=impl.spec, profile=selection.profile, seed=selection.seed)
         print(f"baseline recorded: {path}")

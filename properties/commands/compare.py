@@ -21,18 +21,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from properties.commands import arguments, results
-from properties.commands.helptext import Formatter, adapters_text
-from properties.commands.render import html, json, markdown, text
-from properties.running import session
-from properties.running.loading import ADAPTERS, ImplementationError
-from properties.running.runner import UsageError
+from properties.commands import arguments
+from properties.commands.helptext import ADAPTER_IDS, Formatter
+from properties.running.loading import ImplementationError, UsageError, adapters
 
 __all__ = ["main", "register", "write"]
 
 
 def write(report: dict[str, Any], out: str | Path) -> list[Path]:
     """Write report.md, index.html and results.json into ``out``; returns the paths."""
+    from properties.commands.render import html, json, markdown
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "report.md", out / "index.html"]
@@ -43,6 +42,10 @@ def write(report: dict[str, Any], out: str | Path) -> list[Path]:
 
 def main(args: argparse.Namespace) -> int:
     """``compare`` subcommand: 0 every law passed (or failed as expected), 1 a law failed, 2 usage error."""
+    from properties.commands import results
+    from properties.commands.render import markdown, text
+    from properties.running import session
+
     try:  # every argument, before any work
         selection = arguments.selection(args)
         options = arguments.run_options(args, selection.profile)
@@ -52,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
         league = arguments.output_file(args.league, "--league") if args.league is not None else None
         if not args.impls and league is None:
             raise UsageError("name the implementations to compare (every adapter: --league FILE)")
-        specs = [arguments.implementation(spec) for spec in args.impls or ADAPTERS]
+        specs = [arguments.implementation(spec) for spec in args.impls or adapters()]
     except (UsageError, ValueError) as exc:
         return _usage(exc)
     progress = text.Progress(len(selection.tasks()) * len(specs), quiet=args.quiet)
@@ -72,6 +75,7 @@ def main(args: argparse.Namespace) -> int:
         league.parent.mkdir(parents=True, exist_ok=True)
         league.write_text(markdown.league(report, command), encoding="utf-8")
         paths.append(league)
+    print("\n".join(text.compare_verdicts(report, colours=text.wants_colour(sys.stdout))))
     for line in results.highlights(report["cells"]):
         print("\n".join(text.wrap(line)))
     if run.interrupted:
@@ -94,7 +98,7 @@ examples:
   nanolm-verify compare --league docs/league.md --profile ci --workers 1
 
 adapter ids (IMPL):
-{adapters_text()}
+{ADAPTER_IDS}
 
 exit status:
   0    every law passed, was skipped, or failed as expected (xfail)

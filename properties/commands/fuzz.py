@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from properties.commands import arguments, check
-from properties.commands.helptext import Formatter, adapters_text
-from properties.running.runner import UsageError
+from properties.commands.helptext import ADAPTER_IDS, Formatter
+from properties.running.loading import UsageError
 
 __all__ = ["default_database", "main", "register"]
 
@@ -58,7 +58,7 @@ examples:
   nanolm-verify fuzz torch --database redis://fuzzbox:6379   several machines
 
 adapter ids (IMPL):
-{adapters_text()}
+{ADAPTER_IDS}
 
 exit status:
   0  nothing found

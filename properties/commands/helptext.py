@@ -2,7 +2,8 @@
 
 ``Formatter`` keeps descriptions and epilogs as written (each written ≤ 80 columns) and wraps the option table
 to 80 columns or the terminal, whichever is narrower. ``EXIT`` is the exit-code section shared by the commands
-that run laws.
+that run laws. Nothing heavy (torch, Hypothesis, the law library) is imported here or by any command's parser
+declaration: ``nanolm-verify --help`` prints in well under half a second (bench/cli_start.py).
 """
 
 from __future__ import annotations
@@ -11,12 +12,16 @@ import argparse
 import shutil
 from typing import Any
 
-from properties.commands.render.text import wrap
-from properties.running.loading import ADAPTERS
+from properties.commands.render.wrapping import wrap
+from properties.running.loading import adapters
 
-__all__ = ["ADAPTER_IDS", "EXIT", "Formatter", "adapters_text", "apply"]
+__all__ = ["ADAPTER_IDS", "DTYPE_NAMES", "EXIT", "Formatter", "adapters_text", "apply"]
 
 WIDTH = 80
+
+# The dtype names the help texts list, without importing torch to read them (golden.formats.NAMES is the fact: its
+# table holds torch dtypes; tests/commands/test_help.py checks this equals it). Components: components.names().
+DTYPE_NAMES = ("fp64", "fp32", "fp16", "bf16")
 
 EXIT = """\
 exit status:
@@ -26,12 +31,14 @@ exit status:
   130  interrupted by Ctrl-C, 143 by SIGTERM (the table and --json are
        still written, with "interrupted": true)"""
 
-ADAPTER_IDS = tuple(ADAPTERS)
+
+ADAPTER_IDS = "@adapter-ids@"  # in a description or epilog: the adapter ids, looked up when the help is printed
 
 
 def adapters_text(indent: str = "  ") -> str:
-    """The shipped adapter ids, wrapped to 80 columns."""
-    return "\n".join(wrap(indent + ", ".join(ADAPTER_IDS), WIDTH - 1, hang=""))
+    """The adapter ids (the installed entry points: the shipped ones and any a library registers), wrapped to 80
+    columns."""
+    return "\n".join(wrap(indent + ", ".join(adapters()), WIDTH - 1, hang=""))
 
 
 class Formatter(argparse.RawDescriptionHelpFormatter):
@@ -40,6 +47,11 @@ class Formatter(argparse.RawDescriptionHelpFormatter):
     def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 26, width: int | None = None):
         columns = min(WIDTH, shutil.get_terminal_size((WIDTH, 24)).columns)
         super().__init__(prog, indent_increment, max_help_position, width or columns - 1)
+
+    def _format_text(self, text: str) -> str:  # argparse's hook for descriptions and epilogs, at print time
+        if ADAPTER_IDS in text:  # the installed entry points are read only when a help that lists them is printed
+            text = text.replace(ADAPTER_IDS, adapters_text())
+        return super()._format_text(text)
 
     def _split_lines(self, text: str, width: int) -> list[str]:  # argparse's one hook for wrapping option help
         return wrap(" ".join(text.split()), width, hang="")  # the one wrapping helper: never "nanolm-⏎verify"

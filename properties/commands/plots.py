@@ -1,6 +1,6 @@
 """``nanolm-verify plot NAME|all --out DIR``: the documentation's figures, as PNG files.
 
-Each figure is a function ``(out_dir) -> Path`` registered in ``PLOTS``; all of them are deterministic
+Each figure is a function ``() -> Figure`` registered in ``PLOTS`` with its file name; all of them are deterministic
 (fixed generators, no global seeding) and use matplotlib's object API with the Agg canvas, so nothing
 touches pyplot's global state and no display is needed.
 
@@ -17,23 +17,18 @@ touches pyplot's global state and no display is needed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import torch
-import torch.nn.functional as F
-
-import golden
-import nanolm_core
 from properties.commands.helptext import Formatter
-from properties.commands.render.text import wrap
-from properties.gallery.bf16_accumulation import RMSNorm as Bf16AccumulatingRMSNorm
-from properties.gallery.eps_outside_sqrt import RMSNorm as EpsOutside
-from properties.gallery.silu_cancellation import silu_by_complement
-from properties.numerics import bounds, ulp
+from properties.commands.render.wrapping import wrap
+
+if TYPE_CHECKING:  # each figure imports what it draws with: declaring the parser (--help) imports no torch
+    import numpy as np
+    import torch
 
 __all__ = ["PLOTS", "register", "render"]
 
@@ -61,16 +56,24 @@ def _save(fig: Any, out_dir: Path, name: str) -> Path:
 
 def _golden_rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> Any:
     """golden.rmsnorm of the exact float inputs (a Golden: hi + lo, ≥ 100 bits)."""
+    import golden
+
     return golden.rmsnorm(x, weight, eps)
 
 
 def _ulp_error(actual: torch.Tensor, exact: Any) -> np.ndarray:
     """|actual − golden| in ULPs of actual.dtype at the golden value (numerics.ulp.ulp_error)."""
+    import numpy as np
+
+    from properties.numerics import ulp
+
     return np.asarray(ulp.ulp_error(actual, exact), dtype=np.float64)
 
 
 def _pairwise_sum_in_dtype(v: torch.Tensor) -> torch.Tensor:
     """Σ over the last axis by a binary tree, every partial sum rounded to v.dtype (a GPU-style reduction)."""
+    import torch
+
     while v.shape[-1] > 1:
         if v.shape[-1] % 2:
             v = torch.cat((v, torch.zeros_like(v[..., :1])), dim=-1)
@@ -81,11 +84,17 @@ def _pairwise_sum_in_dtype(v: torch.Tensor) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------- figures
 
 
-def plot_error_vs_d(out_dir: Path) -> Path:
+def plot_error_vs_d() -> Any:
     """RMSNorm in bf16: max and median ULP error vs D, fp32 accumulation vs true bf16 accumulations.
 
     Only the sum of squares differs between the three: the rest is computed in fp32 and rounded once.
     """
+    import numpy as np
+    import torch
+
+    import nanolm_core
+    from properties.gallery.bf16_accumulation import RMSNorm as Bf16AccumulatingRMSNorm
+    from properties.numerics import bounds
 
     gen = torch.Generator().manual_seed(0)
     dims = [16, 32, 64, 128, 256, 512, 1000, 2048, 4096, 8192]
@@ -134,7 +143,7 @@ def plot_error_vs_d(out_dir: Path) -> Path:
     )
     ax.legend(fontsize=8, loc="upper left")
     ax.grid(True, which="major", alpha=0.3)
-    return _save(fig, out_dir, "rmsnorm_bf16_error_vs_d.png")
+    return fig
 
 
 def _skip_path_only(block: Any, x: torch.Tensor) -> torch.Tensor:
@@ -148,6 +157,8 @@ def _skip_path_only(block: Any, x: torch.Tensor) -> torch.Tensor:
 
 def _post_norm_cls() -> type:
 
+    import nanolm_core
+
     return nanolm_core.PostNormBlock
 
 
@@ -156,6 +167,10 @@ def _stack_input_grads(block_cls: type, layers: int, seed: int, gain: float | No
 
     gain None: PyTorch's default nn.Linear init; else every weight ~ N(0, gain²/fan_in).
     """
+    import numpy as np
+    import torch
+
+    import nanolm_core
 
     cfg = nanolm_core.ModelConfig(dim=64, n_layers=layers, n_heads=4, n_kv_heads=2, max_seq_len=16)
     gen = torch.Generator().manual_seed(seed)
@@ -180,8 +195,11 @@ def _stack_input_grads(block_cls: type, layers: int, seed: int, gain: float | No
     return np.array([a.grad.norm().item() for a in acts])
 
 
-def plot_grad_vs_depth(out_dir: Path) -> Path:
+def plot_grad_vs_depth() -> Any:
     """Gradient norm k layers below the output of a 32-layer stack: pre-norm vs post-norm, skip path and total."""
+    import numpy as np
+
+    import nanolm_core
 
     L, seeds = 32, range(3)
     depth = np.arange(L + 1)  # k: layers between x and the output
@@ -232,11 +250,15 @@ def plot_grad_vs_depth(out_dir: Path) -> Path:
         "(nanolm_core Block / PostNormBlock, D=64, H=4, G=2, T=16, fp64; geometric mean of 3 seeds)",
         fontsize=11,
     )
-    return _save(fig, out_dir, "grad_norm_vs_depth.png")
+    return fig
 
 
-def plot_geometry(out_dir: Path) -> Path:
+def plot_geometry() -> Any:
     """D = 3: RMSNorm outputs on the sphere of radius √3, LayerNorm's on its great circle ⊥ 𝟏; norms at D = 256."""
+    import numpy as np
+    import torch
+
+    import nanolm_core
 
     gen = torch.Generator().manual_seed(0)
     x3 = torch.randn(400, 3, generator=gen, dtype=torch.float64) * torch.exp(
@@ -259,6 +281,8 @@ def plot_geometry(out_dir: Path) -> Path:
     ax.quiver(0, 0, 0, 1.2, 1.2, 1.2, color="k", lw=1.5, arrow_length_ratio=0.15)
     ax.text(1.3, 1.3, 1.3, r"$\mathbf{1}$", fontsize=12)
     ax.set_box_aspect((1, 1, 1))
+    for axis in (ax.xaxis, ax.yaxis, ax.zaxis):  # three ticks: the default seven overlap on the slanted axes
+        axis.set_ticks([-1.5, 0.0, 1.5])
     ax.set_xlabel("y₁")
     ax.set_ylabel("y₂")
     ax.set_zlabel("y₃")
@@ -289,11 +313,16 @@ def plot_geometry(out_dir: Path) -> Path:
         f"D = {D}: 2000 rows with random scale and mean 0.5\nboth norms map every row to radius √D", fontsize=10
     )
     ax2.legend(fontsize=8)
-    return _save(fig, out_dir, "rmsnorm_geometry.png")
+    return fig
 
 
-def plot_eps_placement(out_dir: Path) -> Path:
+def plot_eps_placement() -> Any:
     """Relative difference of x/(rms + eps) from x/sqrt(ms + eps) vs rms, measured in fp32 and exact."""
+    import numpy as np
+    import torch
+
+    import nanolm_core
+    from properties.gallery.eps_outside_sqrt import RMSNorm as EpsOutside
 
     eps, D = 1e-6, 64
     scales = np.logspace(-6, 2, 65)
@@ -336,11 +365,17 @@ def plot_eps_placement(out_dir: Path) -> Path:
     )
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(True, which="major", alpha=0.3)
-    return _save(fig, out_dir, "eps_placement.png")
+    return fig
 
 
-def plot_silu_cancellation(out_dir: Path) -> Path:
+def plot_silu_cancellation() -> Any:
     """bf16 relative error of silu(z) computed as z·σ(z) (torch) vs z·(1 − σ(−z)) (gallery), z in [−12, 4]."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    from properties.gallery.silu_cancellation import silu_by_complement
+    from properties.numerics import ulp
 
     z = torch.linspace(-12, 4, 2001, dtype=torch.float64).to(torch.bfloat16).unique()
     exact = (z.double() * torch.sigmoid(z.double())).numpy()
@@ -360,18 +395,24 @@ def plot_silu_cancellation(out_dir: Path) -> Path:
     ax.set_title("SiLU written as z·(1 − σ(−z)) cancels for negative z in bf16")
     ax.legend(fontsize=8, loc="upper right")
     ax.grid(True, which="major", alpha=0.3)
-    return _save(fig, out_dir, "silu_cancellation.png")
+    return fig
 
 
 # ---------------------------------------------------------------------------------------------- AddRMSNorm
 
 
-def plot_add_norm_orders(out_dir: Path) -> Path:
+def plot_add_norm_orders() -> Any:
     """AddRMSNorm in bf16/fp16 vs D: the unfused and fused orders differ, both inside the bound; a bf16 Σh² does not.
 
     Rows: a stream r ~ N(0.5, 1) and a branch x of std 2^-5 (a late layer's small update), γ ~ 1 + 0.1·N(0, 1).
     """
+    import numpy as np
+    import torch
+
+    import golden
+    import nanolm_core
     from properties.gallery.add_norm_half_sum_of_squares import AddRMSNorm as HalfSumOfSquares
+    from properties.numerics import bounds, ulp
 
     gen = torch.Generator().manual_seed(0)
     dims = [16, 64, 256, 1024, 4096, 16384]
@@ -424,23 +465,31 @@ def plot_add_norm_orders(out_dir: Path) -> Path:
         ax.set_xscale("log", base=2)
         ax.grid(True, which="major", alpha=0.3)
     fig.suptitle(f"AddRMSNorm in 16 bits (stream ~ N(0.5, 1), branch of std 2⁻⁵, {rows} rows per D)", fontsize=11)
-    return _save(fig, out_dir, "add_norm_orders.png")
+    return fig
 
 
-PLOTS: dict[str, Callable[[Path], Path]] = {
-    "error_vs_d": plot_error_vs_d,
-    "grad_vs_depth": plot_grad_vs_depth,
-    "geometry": plot_geometry,
-    "eps_placement": plot_eps_placement,
-    "silu_cancellation": plot_silu_cancellation,
-    "add_norm_orders": plot_add_norm_orders,
+@dataclasses.dataclass(frozen=True)
+class Plot:
+    """One figure: its file (under ``--out``) and the function that draws it (→ a matplotlib Figure)."""
+
+    file: str
+    draw: Callable[[], Any]
+
+
+PLOTS: dict[str, Plot] = {
+    "error_vs_d": Plot("rmsnorm_bf16_error_vs_d.png", plot_error_vs_d),
+    "grad_vs_depth": Plot("grad_norm_vs_depth.png", plot_grad_vs_depth),
+    "geometry": Plot("rmsnorm_geometry.png", plot_geometry),
+    "eps_placement": Plot("eps_placement.png", plot_eps_placement),
+    "silu_cancellation": Plot("silu_cancellation.png", plot_silu_cancellation),
+    "add_norm_orders": Plot("add_norm_orders.png", plot_add_norm_orders),
 }
 
 
 def render(names: list[str], out_dir: Path) -> list[Path]:
     """Make the named figures (``["all"]`` for every one) under ``out_dir``; returns the written paths."""
     selected = list(PLOTS) if "all" in names else names
-    return [PLOTS[name](out_dir) for name in selected]
+    return [_save(PLOTS[name].draw(), out_dir, PLOTS[name].file) for name in selected]
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -470,7 +519,7 @@ def register(subparsers: Any) -> None:
         help="make the documentation's figures (PNG)",
         description="Make the documentation's figures as PNG files:\n"
         + "\n".join(
-            line for name, func in PLOTS.items() for line in wrap(f"  {name}: {_summary(func)}", 79, hang="    ")
+            line for name, p in PLOTS.items() for line in wrap(f"  {name}: {_summary(p.draw)}", 79, hang="    ")
         ),
         epilog="examples:\n  nanolm-verify plot all\n  nanolm-verify plot eps_placement --out /tmp/figs\n\n"
         "exit status:\n  0  the figures were written\n  2  usage error: an unknown figure, no matplotlib",

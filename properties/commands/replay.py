@@ -20,11 +20,8 @@ import sys
 from typing import Any
 
 from properties.commands.helptext import Formatter
-from properties.commands.render.text import failure_text
 from properties.running.loading import ImplementationError
 from properties.running.profiles import PROFILES
-from properties.running.runner import LAWS, Task, load_counterexample
-from properties.running.session import RunOptions, Session
 
 __all__ = ["main", "register"]
 
@@ -69,6 +66,10 @@ def _usage(message: str) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
+    from properties.commands.render.text import failure_text
+    from properties.running.runner import LAWS, Task, load_counterexample
+    from properties.running.session import RunOptions, Session
+
     try:
         case = load_counterexample(args.file)
     except ValueError as exc:

@@ -23,9 +23,10 @@ from typing import Any, NamedTuple
 from golden.formats import NAMES, fmt
 from properties import __version__
 from properties.gallery import Pitfall
+from properties.library import components as records
 from properties.library.conventions import parse_all
-from properties.library.subject import COMPONENTS
 from properties.numerics.bounds import accuracy_class as _accuracy_class
+from properties.numerics.bounds import ulps_text
 from properties.running import expectations
 from properties.running.runner import LAWS, LawResult, select_laws
 from properties.running.session import Run, SubjectInfo
@@ -36,6 +37,7 @@ __all__ = [
     "STATUSES",
     "Cell",
     "Demo",
+    "ImplVerdict",
     "KillMatrix",
     "Mark",
     "Verdict",
@@ -46,16 +48,19 @@ __all__ = [
     "findings",
     "headroom_text",
     "highlights",
+    "impl_verdicts",
     "league_rows",
     "mark",
     "matrix",
     "number",
-    "number_text",
     "overview_lines",
     "overview_rows",
+    "ulp_text",
 ]
 
 DTYPES = NAMES
+ATTAINS_BOUND = "attains_bound"  # a law tag: a correct result reaches its bound (an exact term dominates, or the
+# law enumerates every value of the format), so a headroom near 1 is expected there, not a warning
 STATUSES = ("passed", "failed", "skipped", "error", "xfailed", "xpassed")
 GOLDEN_LAWS = ("_matches_golden", "_matches_stored_golden", "_gradients_match_golden")  # accuracy vs golden
 LIBRARIES = ("torch", "numpy", "mpmath", "hypothesis", "transformers", "liger-kernel")
@@ -138,18 +143,10 @@ def headroom_text(h: float | None, failed: bool = False) -> str:
     return f"{mantissa}e{int(exponent)}"
 
 
-def number_text(value: float | None) -> str:
-    """A measurement in 5 significant digits — or all 17 where 5 would round it across an accuracy class's edge
-    (0.5000000000000042 must not read 0.5); "—" for none."""
-    if value is None:
-        return "—"
-    if math.isinf(value):
-        return "inf"
-    text = f"{value:.5g}"
-    shown = float(text)
-    if any(shown <= edge < value or value < edge <= shown for edge in (0.5, 1.0)):
-        text = f"{value:.17g}"
-    return text
+def ulp_text(value: float | None) -> str:
+    """A max ULP error as every report prints it (``bounds.ulps_text``: rounded up to 2 significant digits, never
+    into a better accuracy class: 0.5000000000000042 reads 0.51); "—" for none."""
+    return "—" if value is None or math.isnan(value) else ulps_text(value)
 
 
 def accuracy_class(max_ulp: float | None) -> str:
@@ -226,7 +223,8 @@ def _batch_invariant(record: dict[str, Any]) -> bool | None:
 
 
 def _component_order(component: str) -> int:
-    return (*COMPONENTS, "Module").index(component) if component in (*COMPONENTS, "Module") else 99
+    order = (*records.names(), "Module")
+    return order.index(component) if component in order else 99
 
 
 def build_cells(impl_name: str, results: Iterable[Any]) -> list[Cell]:
@@ -305,7 +303,7 @@ def _present(versions: dict[str, str | None]) -> dict[str, str]:
 
 def declared(info: SubjectInfo) -> dict[str, str]:
     """{component: its declared conventions in one line (``Conventions.summary()``)}, components that declare."""
-    parsed = parse_all(info.conventions, COMPONENTS)
+    parsed = parse_all(info.conventions, records.names())
     return {c: conv.summary() for c, conv in parsed.items() if c in info.provided and conv.summary()}
 
 
@@ -341,8 +339,9 @@ def highlights(cells: Sequence[Cell]) -> list[str]:
         classes: dict[str, list[Cell]] = {}
         for c in sorted(group, key=lambda c: c.max_ulp):
             classes.setdefault(c.accuracy, []).append(c)
-        parts = [
-            f"{name}: {', '.join(c.impl for c in members)} (max {number_text(max(c.max_ulp for c in members))} ULP)"
+        parts = [  # a class "≤ k ULP" states its max (k: the max rounded up); a named class gets its number
+            f"{name}: {', '.join(c.impl for c in members)}"
+            + ("" if name.startswith("≤") else f" (max {ulp_text(max(c.max_ulp for c in members))} ULP)")
             for name, members in classes.items()
         ]
         lines.append(f"{component} {dtype} {device} — " + "; ".join(parts))
@@ -351,14 +350,15 @@ def highlights(cells: Sequence[Cell]) -> list[str]:
 
 def components(cells: Sequence[Cell]) -> list[str]:
     """The components the cells cover, in the contract's order."""
-    return [c for c in (*COMPONENTS, "Module") if any(cell.component == c for cell in cells)]
+    return [c for c in (*records.names(), "Module") if any(cell.component == c for cell in cells)]
 
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     """One implementation × law × dtype × device of the side by side: its mark (css class), text and tooltip."""
 
-    css: str  # a Mark's css; passed with a bound: p0 p1 p2 (headroom < ½, < 0.9, ≥ 0.9); na, none: no record
+    css: str  # a Mark's css; passed with a bound: p0 p1 p2 (headroom < ½, < 0.9, ≥ 0.9), pb on a law whose bound a
+    # correct result attains (ATTAINS_BOUND: near 1 by construction, not a warning); na, none: no record
     text: str
     title: str
     headroom: float | None = None
@@ -374,15 +374,64 @@ def verdict(record: dict[str, Any] | None, law_id: str, dtype: str) -> Verdict:
     status, cause, h = record["status"], record.get("cause"), number(record.get("headroom"))
     parts = [status] + ([f"cause {cause}"] if cause else [])
     parts += [f"headroom {headroom_text(h, failed=h > 1)}"] if h is not None else []
-    parts += [f"max {number_text(number(record['max_ulp']))} ULP"] if number(record.get("max_ulp")) is not None else []
+    parts += [f"max {ulp_text(number(record['max_ulp']))} ULP"] if number(record.get("max_ulp")) is not None else []
     first = (record.get("message") or "").strip().splitlines()
     title = "; ".join(parts) + (f" — {first[0][:200]}" if first and status != "passed" else "")
     m = mark(status, cause)
     if status == "passed" and h is not None:
-        return Verdict("p0" if h < 0.5 else "p1" if h < 0.9 else "p2", headroom_text(h), title, h)
+        attains = ATTAINS_BOUND in getattr(LAWS.get(law_id), "tags", ())
+        css = "pb" if attains else "p0" if h < 0.5 else "p1" if h < 0.9 else "p2"
+        title += "; this law's bound is attained by a correct result: a headroom near 1 is expected" if attains else ""
+        return Verdict(css, headroom_text(h), title, h)
     if status in ("failed", "xfailed") and (status != "failed" or cause in (None, "law")):
         return Verdict(m.css, f"{m.text} {headroom_text(h, failed=True)}".strip(), title, h)
     return Verdict(m.css, m.text, title, h)
+
+
+SEVERITY = ("na", "none", "sk", "ok", "pb", "p0", "xf", "p1", "p2", "xp", "f", "er")  # least to most alarming
+
+
+@dataclasses.dataclass(frozen=True)
+class ImplVerdict:
+    """One implementation's verdict over a comparison: PASS, FAIL, ERROR or UNAVAILABLE, coloured (``css``) as its
+    most alarming law × dtype cell is, with that cell (``worst``: law id, dtype, device, its Verdict)."""
+
+    spec: str
+    word: str
+    css: str
+    counts: dict[str, int]
+    worst: tuple[str, str, str, Verdict] | None = None
+    reason: str = ""
+    attained: bool = False  # a law that attains its bound by design (css pb) used more of it than ``worst`` did
+
+    @property
+    def laws_text(self) -> str:
+        n = self.counts
+        ran = sum(v for k, v in n.items() if k != "skipped")
+        extra = [f"{n[s]} {s}" for s in ("failed", "error", "xfailed", "xpassed", "skipped") if n.get(s)]
+        return f"{n.get('passed', 0)}/{ran} laws passed" + (f", {', '.join(extra)}" if extra else "")
+
+
+def impl_verdicts(report: dict[str, Any]) -> list[ImplVerdict]:
+    """Each implementation's verdict, in the report's order (those that could not be imported last)."""
+    out = []
+    for info in report["impls"]:
+        records = report["results"][info["spec"]]
+        n = counts(records)
+        cells = [(r["law_id"], r["dtype"], r["device"], verdict(r, r["law_id"], r["dtype"])) for r in records]
+        worst = max(cells, key=lambda c: (SEVERITY.index(c[3].css), c[3].headroom or 0.0), default=None)
+        if n["failed"]:
+            word = "FAIL"
+        elif n["error"]:
+            word = "ERROR"
+        else:
+            word = "PASS" if records else "SKIP"
+        room = worst[3].headroom or 0.0 if worst else 0.0
+        attained = any(c[3].css == "pb" and (c[3].headroom or 0.0) > room for c in cells)
+        out.append(ImplVerdict(info["spec"], word, worst[3].css if worst else "sk", n, worst, attained=attained))
+    for spec, reason in (report.get("unavailable") or {}).items():
+        out.append(ImplVerdict(spec, "UNAVAILABLE", "er", {}, None, reason.splitlines()[0] if reason else ""))
+    return out
 
 
 def report_dtypes(report: dict[str, Any]) -> list[str]:
@@ -425,7 +474,7 @@ def overview_lines(cell: Cell | None) -> list[str]:
     return [
         f"laws {cell.laws_text}",
         f"headroom vs golden {room}",
-        f"max {number_text(cell.max_ulp)} ULP" + (f" ({cell.accuracy})" if cell.max_ulp is not None else ""),
+        f"max {ulp_text(cell.max_ulp)} ULP" + (f" ({cell.accuracy})" if cell.accuracy[0] not in "≤—" else ""),
         f"batch-invariant {cell.batch_text}",
     ]
 

@@ -19,25 +19,27 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from golden.formats import fmt
 from properties.commands import arguments
 from properties.commands.helptext import Formatter
-from properties.commands.render import markdown, text
-from properties.commands.results import Demo, KillMatrix
-from properties.gallery import PITFALLS, Pitfall
-from properties.running.loading import load
-from properties.running.runner import LAWS, LawResult, Task, UsageError
-from properties.running.session import RunOptions, Session
+from properties.running.loading import DEFAULT_IMPL, UsageError
+
+if TYPE_CHECKING:  # imported where they are used: declaring the parser (--help) imports no torch
+    from properties.commands.results import Demo, KillMatrix
+    from properties.gallery import Pitfall
+    from properties.running.runner import LawResult, Task
+    from properties.running.session import RunOptions
 
 __all__ = ["demonstrate", "demonstrate_all", "demonstrate_pitfall", "kill_matrix", "register", "run_tasks"]
 
 DEFAULT_WIDTH = 80
-REFERENCE = "nanolm_core"
 
 
-def _task(law: Any, dtype: Any, device: str, profile: str, seed: int | None, impl: str = REFERENCE) -> Task:
+def _task(law: Any, dtype: Any, device: str, profile: str, seed: int | None, impl: str = DEFAULT_IMPL) -> Task:
+    from golden.formats import fmt
+    from properties.running.runner import Task
+
     return Task(law.id, law.component, fmt(dtype).name, device, profile, seed, law.summary, impl=impl)
 
 
@@ -45,10 +47,13 @@ def run_tasks(tasks: list[Task], options: RunOptions | None = None) -> list[LawR
     """Run tasks that each name their implementation: in the run session's worker processes (``options``; one
     pool, each worker loads an implementation of the catalogue the first time a task names it), or — ``options``
     None, for tests — in this process."""
+    from properties.running.loading import load
+    from properties.running.session import Session
+
     if options is None:
-        return [t.run(load(t.impl or REFERENCE)) for t in tasks]
+        return [t.run(load(t.impl or DEFAULT_IMPL)) for t in tasks]
     with Session(options) as session:
-        results = session.results(REFERENCE, tasks)
+        results = session.results(DEFAULT_IMPL, tasks)
     if session.interrupted:
         raise KeyboardInterrupt  # the run was interrupted: no partial gallery
     return results
@@ -64,6 +69,9 @@ def demonstrate_all(
     options: RunOptions | None = None,
 ) -> list[Demo]:
     """Run each pitfall's law against its wrong implementation (and optionally against the reference)."""
+    from properties.commands.results import Demo
+    from properties.running.runner import LAWS
+
     tasks = []
     for p in pitfalls:
         law = LAWS[p.law]
@@ -85,6 +93,8 @@ def demonstrate(
     name: str, *, profile: str = "ci", seed: int | None = None, device: str = "cpu", reference: bool = False
 ) -> Demo:
     """Demonstrate the catalogue's pitfall ``name`` (see ``demonstrate_pitfall``)."""
+    from properties.gallery import PITFALLS
+
     return demonstrate_pitfall(PITFALLS[name], profile=profile, seed=seed, device=device, reference=reference)
 
 
@@ -92,6 +102,8 @@ def demonstrate(
 
 
 def _dtype_for(law: Any, preferred: Any) -> Any:
+    from golden.formats import fmt
+
     wanted = fmt(preferred).dtype
     return wanted if wanted in law.dtypes else law.dtypes[0]
 
@@ -100,6 +112,11 @@ def kill_matrix(profile: str = "ci", device: str = "cpu", options: RunOptions | 
     """Run the catalogue: each entry's designated law (and the reference on it), then every other law of its
     component in the entry's dtype where the law applies (else the law's first dtype); ``options``: see
     ``run_tasks``."""
+    from golden.formats import fmt
+    from properties.commands.results import Demo, KillMatrix
+    from properties.gallery import PITFALLS
+    from properties.running.runner import LAWS
+
     keys: dict[tuple[str, str, str], int] = {}  # (implementation, law id, dtype) → task index
     tasks: list[Task] = []
 
@@ -113,14 +130,14 @@ def kill_matrix(profile: str = "ci", device: str = "cpu", options: RunOptions | 
     plan: dict[str, tuple[Any, Any, dict[str, Any]]] = {}
     for name, p in PITFALLS.items():
         designated = want(p.module, LAWS[p.law], p.torch_dtype)
-        on_ref = want(REFERENCE, LAWS[p.law], p.torch_dtype)
+        on_ref = want(DEFAULT_IMPL, LAWS[p.law], p.torch_dtype)
         row = {
             law_id: want(p.module, law, _dtype_for(law, p.dtype))
             for law_id, law in LAWS.items()
             if law.component == p.component
         }
         plan[name] = (designated, on_ref, row)
-    ref_keys = {law_id: want(REFERENCE, law, _dtype_for(law, "fp32")) for law_id, law in LAWS.items()}
+    ref_keys = {law_id: want(DEFAULT_IMPL, law, _dtype_for(law, "fp32")) for law_id, law in LAWS.items()}
     results = run_tasks(tasks, options)
     got = {key: results[i] for key, i in keys.items()}
     demos = {name: Demo(PITFALLS[name], got[d], got[r]) for name, (d, r, _) in plan.items()}
@@ -132,6 +149,9 @@ def kill_matrix(profile: str = "ci", device: str = "cpu", options: RunOptions | 
 
 
 def _run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    from properties.commands.render import markdown, text
+    from properties.gallery import PITFALLS
+
     out = out or sys.stdout
     width = max(40, args.width)
     if args.list:

@@ -12,7 +12,6 @@ import importlib
 import sys
 
 from properties import __version__
-from properties.running import processes
 
 SUBCOMMANDS = (
     "properties.commands.check",  # check IMPL: run the laws, print the verdict, write the JSON report
@@ -56,9 +55,9 @@ WORKER_COMMANDS = frozenset({"check", "compare", "pitfalls", "replay", "fuzz"})
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from properties.commands.helptext import EXIT, Formatter, adapters_text, apply
+    from properties.commands.helptext import ADAPTER_IDS, EXIT, Formatter, apply
 
-    epilog = EPILOG.format(adapters=adapters_text(), exit=EXIT)
+    epilog = EPILOG.format(adapters=ADAPTER_IDS, exit=EXIT)
     parser = argparse.ArgumentParser(
         prog="nanolm-verify", description=DESCRIPTION, epilog=epilog, formatter_class=Formatter
     )
@@ -79,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     if words and words[0] in WORKER_COMMANDS and not {"-h", "--help", "--list"} & set(words):
+        from properties.running import processes  # multiprocessing: only for the commands that run workers
+
         processes.warm_up()
     parser = build_parser()
     args = parser.parse_args(argv)

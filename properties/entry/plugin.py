@@ -59,6 +59,7 @@ from typing import Any
 
 import pytest
 
+from properties.library import components  # the records: names only, nothing heavy
 from properties.running import profiles  # names and numbers only: Hypothesis is imported when settings are made
 
 _MAPPED = "hypothesis:"  # law profile made from a Hypothesis profile: "hypothesis:<name>"
@@ -80,7 +81,7 @@ class LawFailed(pytest.fail.Exception):
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("nanolm-verify", "nanolm-verify (numerical laws of RMSNorm, SwiGLU, Block, AddRMSNorm)")
+    group = parser.getgroup("nanolm-verify", f"nanolm-verify (numerical laws of {', '.join(components.names())})")
     group.addoption(
         "--impl",
         default=None,

@@ -28,14 +28,13 @@ import importlib
 import importlib.util
 import re
 from pathlib import Path
-from types import ModuleType
 from typing import NamedTuple
 
 import torch
 
 from golden.formats import fmt
 
-__all__ = ["KINDS", "PITFALLS", "Pitfall", "load_module"]
+__all__ = ["KINDS", "PITFALLS", "Pitfall"]
 
 COURSE, REAL, TEST = KINDS = ("course mistake", "real-world bug", "test-only")
 _REFERENCE = re.compile(r"\b[\w.-]+/[\w.-]+#\d+\b")  # owner/repo#number
@@ -183,6 +182,8 @@ PITFALLS: dict[str, Pitfall] = dict([
            "only stride(−1) checked: rows read at pitch D"),
     _entry("block_residual_storage_offset", "Block.block_ignores_memory_layout", "fp32", REAL,
            "the residual read from the storage base, not x's data_ptr"),
+    _entry("add_norm_residual_with_x_strides", "AddRMSNorm.add_rmsnorm_ignores_memory_layout", "fp32", TEST,
+           "the residual addressed with x's strides"),
     # Regimes of real kernels: the module's lifecycle (reload, in-place update, several instances).
     _entry("rmsnorm_cached_weight_cast", "RMSNorm.rmsnorm_follows_its_module_lifecycle", "bf16", REAL,
            "γ cast once at the first call: stale after a reload"),
@@ -284,6 +285,8 @@ PITFALLS: dict[str, Pitfall] = dict([
            "the accelerator kernel approximates SiLU", pending=_NEEDS_ACCELERATOR),
     _entry("block_device_shortcut", "Block.block_agrees_with_the_cpu", "fp32", REAL,
            "the accelerator kernel skips the FFN residual", pending=_NEEDS_ACCELERATOR),
+    _entry("add_norm_device_shortcut", "AddRMSNorm.add_rmsnorm_agrees_with_the_cpu", "fp32", TEST,
+           "the accelerator kernel approximates 1/√", pending=_NEEDS_ACCELERATOR),
     # AddRMSNorm: the residual add and the next norm (one fused kernel in serving stacks).
     _entry("add_norm_normalized_stream", "AddRMSNorm.add_rmsnorm_matches_golden", "fp32", COURSE,
            "the normalised value put back on the stream"),
@@ -305,12 +308,65 @@ PITFALLS: dict[str, Pitfall] = dict([
            "inputs flattened by view: x.grad and r.grad share storage"),
     _entry("add_norm_grid_rows_capped", "AddRMSNorm.add_rmsnorm_matches_golden_at_code_path_sizes", "fp32", REAL,
            "a grid capped at 65,535 rows: y and h past it unwritten"),
+    # The generic axes of a call (laws/axes.py, issue 34): one entry per axis and component it can break.
+    # call contexts: threads, deterministic algorithms, autocast, inference_mode
+    _entry("rmsnorm_thread_split_tail", "RMSNorm.rmsnorm_holds_in_every_call_context", "fp32", TEST,
+           "rows split by thread count: the remainder unnormalised"),
+    _entry("swiglu_deterministic_tail", "SwiGLU.swiglu_holds_in_every_call_context", "fp32", TEST,
+           "deterministic fallback drops the partial hidden tile"),
+    _entry("rmsnorm_autocast_half_cast", "RMSNorm.rmsnorm_holds_in_every_call_context", "fp32", TEST,
+           "autocast path casts x to fp16 under bf16 autocast"),
+    _entry("block_heads_split_by_threads", "Block.block_holds_in_every_call_context", "fp32", TEST,
+           "heads split by thread count: the remainder never run"),
+    _entry("add_norm_inference_in_place", "AddRMSNorm.add_rmsnorm_holds_in_every_call_context", "fp32", TEST,
+           "inference_mode takes the in-place serving kernel"),
+    # mixed parameter / input dtypes (fp32 master weights, bf16 activations)
+    _entry("rmsnorm_reads_x_in_weight_dtype", "RMSNorm.rmsnorm_accepts_parameters_in_another_dtype", "bf16", TEST,
+           "x read through a pointer of the weight's dtype"),
+    _entry("add_norm_reads_x_in_weight_dtype", "AddRMSNorm.add_rmsnorm_accepts_parameters_in_another_dtype", "bf16",
+           TEST, "x and residual read as the weight's dtype"),
+    # second order (double backward)
+    _entry("rmsnorm_backward_not_differentiable", "RMSNorm.rmsnorm_second_derivatives_pass_gradgradcheck", "fp64",
+           TEST, "hand-written backward under no_grad: no 2nd derivative"),
+    _entry("swiglu_gate_saved_detached", "SwiGLU.swiglu_second_derivatives_pass_gradgradcheck", "fp64", TEST,
+           "backward from detached activations: 2nd order lost"),
+    _entry("add_norm_rstd_saved_detached", "AddRMSNorm.add_rmsnorm_second_derivatives_pass_gradgradcheck", "fp64",
+           TEST, "1/rms saved detached: 2nd derivative misses it"),
+    _entry("attention_probs_saved_detached", "Block.block_second_derivatives_pass_gradgradcheck", "fp64", TEST,
+           "softmax backward from detached P: 2nd order lost"),
+    # every subset of outputs differentiated
+    _entry("add_norm_backward_needs_y_cotangent", "AddRMSNorm.add_rmsnorm_differentiates_any_subset_of_outputs",
+           "fp32", TEST, "backward returns nothing when only h is used"),
+    # storage reused between calls
+    _entry("rmsnorm_memo_by_data_ptr", "RMSNorm.rmsnorm_ignores_storage_reuse", "fp32", TEST,
+           "last result memoised by the input's data_ptr"),
+    _entry("swiglu_memo_by_data_ptr", "SwiGLU.swiglu_ignores_storage_reuse", "fp32", TEST,
+           "gate/up projections cached by the input's data_ptr"),
+    _entry("block_memo_by_data_ptr", "Block.block_ignores_storage_reuse", "fp32", TEST,
+           "last output memoised by the input's data_ptr"),
+    _entry("add_norm_memo_by_data_ptr", "AddRMSNorm.add_rmsnorm_ignores_storage_reuse", "fp32", TEST,
+           "(y, h) memoised by the inputs' data_ptr"),
+    # the magnitudes real models reach
+    _entry("swiglu_sigmoid_overflow", "SwiGLU.swiglu_matches_golden_at_real_magnitudes", "fp32", TEST,
+           "σ(z) as exp(z)/(1+exp(z)): NaN past z = 88.7"),
+    _entry("rmsnorm_squares_in_fp16", "RMSNorm.rmsnorm_matches_golden_at_real_magnitudes", "bf16", TEST,
+           "bf16 x squared in fp16: zeros past |x| = 256"),
+    _entry("add_norm_squares_in_fp16", "AddRMSNorm.add_rmsnorm_matches_golden_at_real_magnitudes", "bf16", TEST,
+           "bf16 h squared in fp16: zeros past |h| = 256"),
+    _entry("block_norm_squares_in_fp16", "Block.block_matches_golden_at_real_magnitudes", "bf16", TEST,
+           "the norms square bf16 x in fp16: zeros past 256"),
+    _entry("attention_running_max_sentinel", "Block.block_matches_golden", "fp32", TEST,
+           "softmax running max starts at −10⁴: NaN at logits −10⁵"),
+    _entry("attention_backward_logits_in_bf16", "Block.block_jacobian_is_identity_plus_branch", "fp32", TEST,
+           "flash backward recomputes q·kᵀ in bf16"),
+    # module lifecycle: deepcopy, pickle, state_dict, .to, to_empty
+    _entry("rmsnorm_eps_buffer_not_persistent", "RMSNorm.rmsnorm_survives_copies_moves_and_to_empty", "fp32", TEST,
+           "eps in a non-persistent buffer: garbage after to_empty"),
+    _entry("swiglu_projection_bound_at_init", "SwiGLU.swiglu_survives_copies_moves_and_to_empty", "fp32", TEST,
+           "gate/up bound in a closure: a deepcopy reads the original"),
+    _entry("rope_inv_freq_not_persistent", "Block.block_survives_copies_moves_and_to_empty", "fp32", TEST,
+           "RoPE inv_freq non-persistent: garbage after to_empty"),
+    _entry("add_norm_eps_buffer_not_persistent", "AddRMSNorm.add_rmsnorm_survives_copies_moves_and_to_empty", "fp32",
+           TEST, "eps in a non-persistent buffer: garbage after to_empty"),
 ])
 # fmt: on
-
-
-def load_module(name: str) -> ModuleType:
-    """Import the wrong implementation of pitfall ``name`` (KeyError with the known names if unknown)."""
-    if name not in PITFALLS:
-        raise KeyError(f"unknown pitfall {name!r}; known: {', '.join(PITFALLS)}")
-    return importlib.import_module(PITFALLS[name].module)

@@ -80,6 +80,7 @@ __all__ = [
     "Conventions",
     "parse",
     "parse_all",
+    "typed_key",
     "written",
 ]
 
@@ -123,6 +124,7 @@ _DEFAULT_COMPUTE = {
 # it is found by :meth:`Conventions.excuse`.
 NOT_MODELLED = {
     "gradients_pass_gradcheck": "fp64 finite-difference gradcheck needs fp64 arithmetic",
+    "second_derivatives_pass_gradgradcheck": "fp64 finite differences of the first derivative need fp64 arithmetic",
     "is_identity_when_branches_are_zeroed": "the exact identity holds where the residual stays in the input dtype; "
     "computed in the narrower dtype it rounds x (and v)",
     "sum_is_rounded_once": "x + r computed in the narrower dtype is rounded twice (to it, then stored)",
@@ -350,6 +352,12 @@ def _free_text(key: str, value: Any) -> str:
     return (
         f" (free text goes under the description key {_FREE_TEXT.get(key, 'notes')!r}, printed beside the measurements)"
     )
+
+
+def typed_key(description: str) -> str | None:
+    """The typed key whose free text goes under the description key ``description`` ("compute" → "compute_dtype"),
+    or None (``notes``, ``source`` … describe no typed key)."""
+    return next((key for key, text in _FREE_TEXT.items() if text == description), None)
 
 
 def parse(component: str, raw: Mapping[str, Any] | None) -> Conventions:

@@ -44,6 +44,7 @@ import torch
 import golden
 from golden.formats import NAMES, fmt
 from properties.adapters.kit import permute_rope
+from properties.library import components
 from properties.library.assertions import as_f64, golden_agreement
 from properties.library.conventions import Conventions, written
 from properties.library.harness import GRADCHECK_ATOL, GRADCHECK_STEP
@@ -52,11 +53,15 @@ from properties.numerics import bounds
 __all__ = ["HYPOTHESES", "NO_MATCH", "Finding", "diagnose", "input_row"]
 
 NO_MATCH = "no known convention matches"
-COMPONENTS = ("RMSNorm", "SwiGLU", "Block")
 _WORK = 1 << 22  # multiply-adds one golden evaluation of a reduced call may cost (milliseconds in the exact engine)
 _ROWS = 16  # rows (RMSNorm, SwiGLU) a reduced call keeps at most, the worst one first; tokens of a Block prefix
 _TOKENS = 64  # the longest Block prefix evaluated (a failure further on is judged on the first 64 tokens)
 _OPTS = {"timeout": 20}  # golden options: never the 120 s default inside a diagnosis
+
+
+def _diagnosed() -> tuple[str, ...]:
+    """The components whose recorded calls are re-evaluated: every record without a written reason not to."""
+    return tuple(n for n, r in components.RECORDS.items() if "diagnosis" not in r.not_applicable)
 
 
 class Finding(NamedTuple):
@@ -455,7 +460,7 @@ HYPOTHESES = (
 def _views(calls: Sequence[Mapping[str, Any]], mismatch: Mapping[str, Any] | None) -> list[_View]:
     """Each usable recorded call as a reduced view: the one whose output failed the comparison first, then the
     latest first."""
-    usable = [(n, c) for n, c in enumerate(calls) if c.get("component") in COMPONENTS and "y" in c and "args" in c]
+    usable = [(n, c) for n, c in enumerate(calls) if c.get("component") in _diagnosed() and "y" in c and "args" in c]
     usable.sort(key=lambda nc: (not _is_mismatch(nc[1], mismatch), -nc[0]))
     views = (_reduce(n, c, mismatch if _is_mismatch(c, mismatch) else None) for n, c in usable)
     return [v for v in views if v is not None]
@@ -585,7 +590,7 @@ def input_row(calls: Sequence[Mapping[str, Any]] | None, mismatch: Mapping[str, 
     """The input row of the failed element when it lies in a regime (subnormal values, eps-dominated, x² beyond
     the dtype's range): "input row (2,) (eps-dominated: mean(x²) 3e-09 < eps 1e-06): x = [1.2e-05, …]"."""
     call = next((c for c in calls or () if _is_mismatch(c, mismatch)), None)
-    if call is None or call.get("component") not in COMPONENTS or mismatch is None:
+    if call is None or call.get("component") not in _diagnosed() or mismatch is None:
         return None
     x, index = call["x"], tuple(mismatch["index"])
     if len(index) != x.ndim or not x.is_floating_point():

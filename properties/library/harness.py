@@ -18,10 +18,9 @@ from torch import nn
 from torch.autograd.gradcheck import GradcheckError
 
 from properties.adapters.kit import DtypeNotSupported, permute_rope
-from properties.library import context, protocols, remote, state
+from properties.library import context, contexts, protocols, remote, state
 from properties.library.assertions import assert_output_contract, fail
 from properties.library.context import NotApplicable, StubNotImplemented
-from properties.library.subject import Implementation
 
 __all__ = [
     "Ops",
@@ -44,6 +43,10 @@ __all__ = [
     "update_in_place",
 ]
 
+
+# The implementation under test (``properties.library.subject.Implementation``). Not imported: the component records
+# (``components``) build through this module and ``subject`` reads the records, so an import would close a cycle.
+Implementation = Any
 
 GRADCHECK_STEP, GRADCHECK_ATOL = 1e-6, 1e-5  # the finite-difference step and absolute tolerance of gradcheck
 
@@ -229,12 +232,17 @@ class Ops(protocols.Ops):
     ) -> Any:
         __tracebackhide__ = True
 
+        setting = contexts.current()  # the context a framework sets around the call (data: ``contexts``)
+
         def forward() -> Any:
-            if inference:
-                with torch.inference_mode():
-                    return module(*inputs)
-            with torch.set_grad_enabled(grad):
-                return via(module, *inputs) if via is not None else module(*inputs)
+            with contexts.applied(setting, inputs[0].device.type):
+                if setting.grad is not None:  # the context's grad mode, set by ``applied``
+                    return via(module, *inputs) if via is not None else module(*inputs)
+                if inference:
+                    with torch.inference_mode():
+                        return module(*inputs)
+                with torch.set_grad_enabled(grad):
+                    return via(module, *inputs) if via is not None else module(*inputs)
 
         more = {f"input_{i}": t for i, t in enumerate(inputs[1:], 1)}  # AddRMSNorm's residual: input_1
         entry = context.record_call(self.component, inputs[0], module, **more)  # the exact tensors, for a replay

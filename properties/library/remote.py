@@ -4,9 +4,10 @@ The judge (the process that runs Hypothesis, the golden engine, bounds, comparis
 imports the implementation under test. The implementation runs in its own *subject process*
 (``properties.running.subject_server``) that answers requests; the judge sees it through:
 
-* :func:`implementation` — an :class:`~properties.library.subject.Implementation` whose module is a stand-in made
-  from the data the subject reported (its name, file, CONVENTIONS, SKIP_REASON, the components it provides): the
-  judge parses the declarations itself; a component is a factory that asks the subject to construct it;
+* an :class:`~properties.library.subject.Implementation` whose module is a stand-in made from the data the subject
+  reported (its name, file, CONVENTIONS, SKIP_REASON, the components it provides: ``running.subject_server.
+  stand_in``): the judge parses the declarations itself; a component is a :class:`Factory` that asks the subject to
+  construct it;
 * :class:`RemoteModule` — what a factory returns: an ``nn.Module`` tree with the subject module's submodule paths,
   whose parameters and buffers are local tensors mirroring the subject's. Its forward is an autograd Function that
   sends the inputs and returns the subject's outputs as fresh local tensors; its backward asks the subject for the
@@ -30,11 +31,11 @@ changed (``state.report``) — is its answer, judged here like any output.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import json
 import math
-import types
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -42,17 +43,17 @@ from typing import Any
 import torch
 from torch import nn
 
-from properties.library import state
-from properties.library.context import ContractFailure, NotApplicable, SubjectCrash
+from properties.library import contexts, state
+from properties.library.context import ContractFailure, SubjectCrash
 
 __all__ = [
     "DTYPES",
+    "Factory",
     "Link",
     "ProtocolError",
     "RemoteError",
     "RemoteModule",
     "call_context",
-    "implementation",
     "pack",
     "raised",
     "reread",
@@ -441,16 +442,21 @@ def _write(local: torch.Tensor, new: Any) -> None:
 # ------------------------------------------------------------------------------------------ the call context
 
 
-def call_context() -> dict[str, Any]:
-    """The judge's calling context, sent with every forward and backward (the subject enters the same): grad and
-    inference mode, CPU autocast, deterministic algorithms, the torch thread count."""
-    return {
-        "grad": torch.is_grad_enabled(),
-        "inference": torch.is_inference_mode_enabled(),
-        "autocast": torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else None,
-        "deterministic": torch.are_deterministic_algorithms_enabled(),
-        "threads": torch.get_num_threads(),
-    }
+def call_context(device_type: str = "cpu") -> dict[str, Any]:
+    """The judge's calling context as data (``contexts.CallContext.as_data``), sent with every request: grad or
+    inference mode, autocast on the inputs' device type, deterministic algorithms, the thread count — what the
+    harness set around the call (``contexts.applied``); the subject enters the same around its module's call."""
+    from golden.formats import fmt
+
+    autocast = None
+    if torch.is_autocast_enabled(device_type):
+        with contextlib.suppress(ValueError):
+            autocast = fmt(torch.get_autocast_dtype(device_type)).name
+    inference = torch.is_inference_mode_enabled()
+    grad = "inference" if inference else ("enabled" if torch.is_grad_enabled() else "no_grad")
+    return contexts.CallContext(
+        autocast, torch.are_deterministic_algorithms_enabled(), torch.get_num_threads(), grad
+    ).as_data()
 
 
 # ------------------------------------------------------------------------------------------ the module proxy
@@ -622,8 +628,9 @@ class RemoteModule(_Node):
             raise TypeError("the judge calls a subject's module with tensors only")
         leaves = [*tensors, *subst.values(), *(p for n, p in params if n not in subst)]
         needs = grad and any(t.requires_grad for t in leaves)
+        where = tensors[0].device.type if tensors else "cpu"
         spec = _CallSpec(
-            self, len(tensors), list(subst), [n for n, _ in params if n not in subst], needs, call_context()
+            self, len(tensors), list(subst), [n for n, _ in params if n not in subst], needs, call_context(where)
         )
         outs = _Remote.apply(spec, *leaves)
         return outs[0] if spec.single else (list(outs) if spec.as_list else tuple(outs))
@@ -700,61 +707,91 @@ class _Remote(torch.autograd.Function):
             if not isinstance(d, dict) or not isinstance(d.get("tensor"), torch.Tensor):
                 raise SubjectCrash("the subject answered a forward without its output tensors")
             local.append(link.adopt(d["tensor"], d))
-        ctx.call, ctx.link, ctx.n = call, link, len(leaves)
-        ctx.set_materialize_grads(False)
-        differentiable = [bool(d.get("rg")) for d in outs]
-        if call is not None:
-            weakref.finalize(ctx, link.pending.append, call)
-        ctx.differentiable = differentiable
-        for t, dflag in zip(local, differentiable, strict=True):
+        _graph(ctx, call, link, leaves, outs)
+        for t, dflag in zip(local, ctx.differentiable, strict=True):
             if not dflag:
                 ctx.mark_non_differentiable(t)
-        ctx.outs = outs
         return tuple(local)
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
-        if ctx.call is None:
-            return (None,) * (ctx.n + 1)
-        if torch.is_grad_enabled():  # create_graph: the subject's vjp would have to be a graph of the judge's
-            raise NotApplicable("second-order derivatives of the subject do not cross the process boundary")
-        wrt = [i for i, need in enumerate(ctx.needs_input_grad[1:]) if need]
-        cot = [None if g is None or not d else g for g, d in zip(grads, ctx.differentiable, strict=True)]
-        reply = ctx.link.request("backward", call=ctx.call, cot=cot, wrt=wrt, context=call_context())
-        got = reply.get("grads")
-        if not isinstance(got, list) or len(got) != len(wrt):
-            raise SubjectCrash("the subject answered a backward without one gradient per input asked for")
-        out: list[Any] = [None] * ctx.n
-        for i, d in zip(wrt, got, strict=True):
-            if d is None:
-                continue
-            if not isinstance(d, dict) or not isinstance(d.get("tensor"), torch.Tensor):
-                raise SubjectCrash("the subject answered a backward with something that is not a gradient")
-            out[i] = ctx.link.adopt(d["tensor"], d)
-        return (None, *out)
+        return (None, *_vjp(ctx, grads))
+
+
+def _graph(ctx: Any, call: str | None, link: Link, leaves: Sequence[torch.Tensor], outs: list[dict]) -> None:
+    """Remember on ``ctx`` the subject's call whose graph a backward asks about (released with ``ctx``)."""
+    ctx.call, ctx.link, ctx.n = call, link, len(leaves)
+    ctx.set_materialize_grads(False)
+    if call is not None:
+        weakref.finalize(ctx, link.pending.append, call)
+        ctx.save_for_backward(*leaves)  # the inputs of a second-order backward (create_graph)
+    ctx.differentiable = [bool(d.get("rg")) for d in outs]
+    ctx.shapes = [(tuple(d["tensor"].shape), d["tensor"].dtype, d["tensor"].device) for d in outs]
+
+
+def _grads(link: Link, reply: dict[str, Any], count: int) -> list[Any]:
+    got = reply.get("grads")
+    if not isinstance(got, list) or len(got) != count:
+        raise SubjectCrash("the subject answered a backward without one gradient per input asked for")
+    out = []
+    for d in got:
+        if d is not None and not (isinstance(d, dict) and isinstance(d.get("tensor"), torch.Tensor)):
+            raise SubjectCrash("the subject answered a backward with something that is not a gradient")
+        out.append(None if d is None else link.adopt(d["tensor"], d))
+    return out
+
+
+def _vjp(ctx: Any, grads: Sequence[Any], skip: int = 1) -> list[Any]:
+    """The gradients of a subject's call (``ctx``: :func:`_graph`) against its inputs for cotangents ``grads``: a
+    request. Under ``create_graph`` the answer is itself a call of the subject whose graph the subject keeps
+    (:class:`_RemoteVJP`), so derivatives of any order cross the boundary."""
+    if ctx.call is None:
+        return [None] * ctx.n
+    wrt = [i for i, need in enumerate(ctx.needs_input_grad[skip:]) if need]  # (skip: the arguments not tensors)
+    cot = [None if g is None or not d else g for g, d in zip(grads, ctx.differentiable, strict=True)]
+    out: list[Any] = [None] * ctx.n
+    if torch.is_grad_enabled():  # create_graph: differentiable in the leaves and the cotangents
+        shapes = ctx.shapes
+        cot = [
+            g if g is not None else torch.zeros(s, dtype=t, device=d) for g, (s, t, d) in zip(cot, shapes, strict=True)
+        ]
+        got = _RemoteVJP.apply(ctx, wrt, *ctx.saved_tensors, *cot)
+        places = ctx.vjp_places
+    else:
+        got, places = _grads(ctx.link, ctx.link.request("backward", call=ctx.call, cot=cot, wrt=wrt), len(wrt)), wrt
+    for i, g in zip(places, got, strict=True):
+        out[i] = g
+    return out
+
+
+class _RemoteVJP(torch.autograd.Function):
+    """A vector–Jacobian product of a subject's call computed with ``create_graph`` in the subject's process: its
+    outputs (the gradients that exist) have a graph there, in the call's inputs and the cotangents."""
+
+    @staticmethod
+    def forward(ctx: Any, of: Any, wrt: list[int], *tensors: torch.Tensor) -> Any:
+        leaves, cot = tensors[: of.n], tensors[of.n :]
+        call = f"c{next(_CALLS)}"
+        reply = of.link.request("backward", call=of.call, cot=list(cot), wrt=wrt, create_graph=True, new=call)
+        got = _grads(of.link, reply, len(wrt))
+        present = [k for k, g in enumerate(got) if g is not None]
+        of.vjp_places = [wrt[k] for k in present]
+        outs = [reply["grads"][k] for k in present]
+        _graph(ctx, call, of.link, [*leaves, *cot], outs)
+        for k, g in zip(present, (got[k] for k in present), strict=True):
+            if not reply["grads"][k].get("rg"):
+                ctx.mark_non_differentiable(g)
+        return tuple(got[k] for k in present)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        return (None, None, *_vjp(ctx, grads, skip=2))
 
 
 # ------------------------------------------------------------------------------------------ the implementation
 
 
-def implementation(link: Link, info: dict[str, Any]) -> Any:
-    """The judge's :class:`~properties.library.subject.Implementation` of the subject behind ``link``, from what
-    the subject reported (``info``: spec, module, file, provided, conventions, skip_reason, import_effects)."""
-    from properties.library.subject import COMPONENTS, Implementation
-
-    stand_in = types.ModuleType(str(info.get("module") or info.get("spec")))
-    stand_in.__file__ = info.get("file") if isinstance(info.get("file"), str) else None
-    stand_in.CONVENTIONS = info.get("conventions_raw")
-    stand_in.SKIP_REASON = info.get("skip_reason") if isinstance(info.get("skip_reason"), str) else None
-    spec = str(info.get("spec"))
-    for c in info.get("provided") or ():
-        if c in COMPONENTS:
-            setattr(stand_in, c, _Factory(link, spec, c))
-    effects = tuple(str(e)[:200] for e in (info.get("import_effects") or ()))
-    return Implementation(spec, stand_in, effects)
-
-
-class _Factory:
+class Factory:
     """A component's constructor in the subject process: calling it constructs there (on the judge's default
     device: the meta device under ``with torch.device("meta")``) and returns a :class:`RemoteModule`."""
 

@@ -1,8 +1,9 @@
 """The subject: an implementation under test, as the laws see it (the fixed contract in DESIGN.md).
 
-An implementation is a module that may define any subset of COMPONENTS (``RMSNorm``, ``SwiGLU``,
-``Block``, ``AddRMSNorm``); a missing one is "not provided" (skipped, never an error). How a module is found and
-imported is the runner's business (``properties.running.loading``).
+An implementation is a module that may define any subset of the components (the records of
+``properties.library.components``: ``RMSNorm``, ``SwiGLU``, ``Block``, ``AddRMSNorm``); a missing one is "not
+provided" (skipped, never an error). How a module is found and imported is the runner's business
+(``properties.running.loading``).
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ import dataclasses
 from types import ModuleType
 from typing import Any
 
+from properties.library import components
 from properties.library.conventions import Conventions, parse_all
 
 __all__ = ["COMPONENTS", "Implementation", "NotProvided"]
 
-COMPONENTS = ("RMSNorm", "SwiGLU", "Block", "AddRMSNorm")
+COMPONENTS = components.names()  # the contract's components (the records; a registered one is seen by the methods)
 
 
 class NotProvided(Exception):
@@ -36,12 +38,11 @@ class Implementation:
 
     @property
     def provided(self) -> tuple[str, ...]:
-        return tuple(c for c in COMPONENTS if callable(getattr(self.module, c, None)))
+        return tuple(c for c in components.names() if callable(getattr(self.module, c, None)))
 
     def factory(self, component: str) -> Any:
         """The constructor for ``component``; raises NotProvided when the module lacks it."""
-        if component not in COMPONENTS:
-            raise ValueError(f"unknown component {component!r}; expected one of {', '.join(COMPONENTS)}")
+        components.record(component)  # ValueError naming the known components
         factory = getattr(self.module, component, None)
         if not callable(factory):
             raise NotProvided(f"{component} not provided by {self.spec}")
@@ -55,7 +56,7 @@ class Implementation:
     def conventions(self) -> dict[str, Conventions]:
         """The declarations of CONVENTIONS, validated, for every component (``conventions.Conventions``; an
         undeclared component has an empty one). ConventionError for a declaration that cannot be understood."""
-        return parse_all(getattr(self.module, "CONVENTIONS", None), COMPONENTS)
+        return parse_all(getattr(self.module, "CONVENTIONS", None), components.names())
 
     @property
     def skip_reason(self) -> str | None:

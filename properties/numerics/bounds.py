@@ -62,6 +62,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import decimal
 import functools
 import math
 from collections.abc import Iterator, Mapping, Sequence
@@ -112,6 +113,7 @@ __all__ = [
     "swiglu_linearity",
     "swiglu_vjp",
     "tier_lambda",
+    "ulps_text",
 ]
 
 LAMBDA = 6.0  # Hoeffding confidence of the random-sign propagation: P(exceeded) ≤ 2·exp(−λ²/2) per element
@@ -181,15 +183,36 @@ class Bound:
 
 
 def accuracy_class(max_ulp: float) -> str:
-    """ "correctly rounded" (≤ 0.5 ULP) | "faithful" (< 1 ULP) | "≤ k ULP" (k rounded up to 2 significant digits)."""
+    """ "correctly rounded" (≤ 0.5 ULP) | "faithful" (< 1 ULP) | "≤ k ULP" (k = ``ulps_text(max_ulp)``)."""
     if not math.isfinite(max_ulp):
         return "unbounded"
     if max_ulp <= 0.5:
         return "correctly rounded"
     if max_ulp < 1.0:
         return "faithful"
-    k = math.ceil(max_ulp * 10) / 10 if max_ulp < 10 else float(math.ceil(max_ulp))
-    return f"≤ {k:g} ULP"
+    return f"≤ {ulps_text(max_ulp)} ULP"
+
+
+def ulps_text(ulps: float) -> str:
+    """A ULP count as every report prints it: rounded up to 2 significant digits (3.507 → 3.6, 2591.4 → 2600,
+    1.0965e8 → 1.1e8, 0.5000000000000042 → 0.51) — an upper bound, so the text never falls into a better accuracy
+    class — with more digits where 2 would reach the next class's edge from below (a faithful 0.9996 reads 0.9996,
+    never 1); exponent notation from 10⁴."""
+    if not math.isfinite(ulps):
+        return str(ulps)
+    if ulps <= 0:
+        return "0"
+    exact = decimal.Decimal(repr(ulps))  # the shortest decimal of the float: 1.3 is 1.3, not 1.30000000000000004
+    for digits in range(2, 18):
+        step = decimal.Decimal(1).scaleb(exact.adjusted() - digits + 1)
+        up = (exact / step).to_integral_value(rounding=decimal.ROUND_CEILING) * step
+        if not (exact < 1 <= up):  # 1 ULP is the faithful class's open edge: a value below it never reads 1
+            break
+    if up >= 10_000:
+        mantissa, _, exponent = f"{up:.{digits - 1}e}".partition("e")
+        return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+    text = f"{up:f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def order_class(headroom: float, pairwise_headroom: float | None) -> str:

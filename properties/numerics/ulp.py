@@ -31,32 +31,14 @@ __all__ = [
     "DTYPES",
     "abs_error",
     "as_f64",
-    "as_torch_dtype",
     "golden_parts",
-    "precision",
     "rel_error",
     "summarize",
     "ulp",
     "ulp_error",
-    "unit_roundoff",
 ]
 
 DTYPES = tuple(f.dtype for f in FORMATS)
-
-
-def as_torch_dtype(dtype: Any) -> torch.dtype:
-    """torch dtype from a torch dtype, numpy dtype or name ('bf16', 'float32', ...): ``golden.formats.fmt``."""
-    return fmt(dtype).dtype
-
-
-def precision(dtype: Any) -> int:
-    """p: significand bits including the hidden bit (fp64 53, fp32 24, fp16 11, bf16 8)."""
-    return fmt(dtype).p
-
-
-def unit_roundoff(dtype: Any) -> float:
-    """u = 2^-p: the maximal relative error of round-to-nearest in the normal range."""
-    return fmt(dtype).u
 
 
 def as_f64(values: Any) -> np.ndarray:

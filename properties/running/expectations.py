@@ -46,7 +46,7 @@ from typing import Any
 
 from properties.library.laws import LAWS
 from properties.library.subject import Implementation
-from properties.running.loading import ADAPTERS
+from properties.running.loading import adapters
 
 __all__ = [
     "ACTIONS",
@@ -183,8 +183,8 @@ def path_for(impl: Implementation | str) -> Path:
     """The expectation file of an implementation: DIRECTORY/<short id>.txt; other modules use their own name."""
     spec = impl if isinstance(impl, str) else impl.spec
     module = getattr(impl, "module", None)  # a module (loaded here) or its name (reported by a worker)
-    module = ADAPTERS.get(spec, spec) if module is None else getattr(module, "__name__", module)
-    for short_id, target in ADAPTERS.items():
+    module = adapters().get(spec, spec) if module is None else getattr(module, "__name__", module)
+    for short_id, target in adapters().items():
         if spec == short_id or module == target:
             return DIRECTORY / f"{short_id}.txt"
     return DIRECTORY / f"{Path(spec).stem if spec.endswith('.py') else spec}.txt"

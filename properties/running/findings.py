@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from golden.formats import NAMES
+from properties.library import components
 from properties.library.assertions import WITHOUT
 from properties.library.conventions import NUMERIC, ConventionError, Conventions, parse_all, written
-from properties.library.subject import COMPONENTS
 from properties.running.runner import LawResult
 
 __all__ = ["Declaration", "batch_lines", "declarations", "diagnosis_lines", "subject_declarations"]
@@ -117,7 +117,7 @@ def subject_declarations(results: Sequence[LawResult], info: Any) -> list[Declar
     """:func:`declarations` for a subject as the session describes it (``SubjectInfo``: its raw ``conventions`` and
     ``provided`` components); none where the declaration cannot be read (such a module never ran)."""
     try:
-        parsed = parse_all(info.conventions, COMPONENTS)
+        parsed = parse_all(info.conventions, components.names())
     except ConventionError:
         return []
     return declarations(results, {c: parsed[c] for c in info.provided if c in parsed})

@@ -39,14 +39,14 @@ from hypothesis.errors import Flaky, FlakyStrategyDefinition
 
 from golden.formats import NAMES, fmt
 from properties import __version__
-from properties.library import diagnosis
+from properties.library import components, diagnosis
 from properties.library.assertions import layout
 from properties.library.context import LawContext, SuiteDataError, open_context
 from properties.library.laws import LAWS
-from properties.library.subject import COMPONENTS, Implementation, NotProvided
+from properties.library.subject import Implementation, NotProvided
 from properties.library.table import Law, law
 from properties.running import databases, devices, profiles
-from properties.running.loading import load
+from properties.running.loading import UsageError, load
 
 __all__ = [
     "COUNTEREXAMPLE_FORMAT",
@@ -68,10 +68,6 @@ __all__ = [
 ]
 
 DEVICES = ("cpu", "cuda")  # the devices the pytest conformance tests are parametrized over
-
-
-class UsageError(ValueError):
-    """A bad selection (law, dtype, device): a usage error, exit status 2 on the command line."""
 
 
 @dataclasses.dataclass
@@ -595,7 +591,7 @@ def _from_the_test_runner(exc: BaseException, impl: Implementation) -> bool:
 def _skip_reason(law: Law, impl: Implementation, dtype: torch.dtype, device: str) -> str | None:
     if impl.skip_reason:
         return impl.skip_reason
-    if law.component in COMPONENTS and law.component not in impl.provided:
+    if law.component in components.RECORDS and law.component not in impl.provided:
         return f"{law.component} not provided"
     if dtype not in law.dtypes:
         return f"law does not apply to {fmt(dtype).name}"
@@ -628,7 +624,7 @@ def _failure_message(exc: BaseException, ctx: LawContext, notes: Sequence[str] =
 
 def select_laws(only: Iterable[str] | None = None) -> list[Law]:
     """Laws in component order; ``only``: components, law ids or law names (comma-separated allowed)."""
-    order = {c: i for i, c in enumerate((*COMPONENTS, "Module"))}
+    order = {c: i for i, c in enumerate((*components.names(), "Module"))}
     laws = sorted(LAWS.values(), key=lambda law: order.get(law.component, len(order)))
     selectors = [s.strip() for item in (only or ()) for s in item.split(",") if s.strip()]
     if not selectors:
@@ -638,7 +634,7 @@ def select_laws(only: Iterable[str] | None = None) -> list[Law]:
         match = [law for law in laws if sel.lower() in (law.component.lower(), law.id.lower(), law.name.lower())]
         if not match:
             raise UsageError(
-                f"--only {sel!r} matches no component or law; components: {', '.join(COMPONENTS)}; "
+                f"--only {sel!r} matches no component or law; components: {', '.join(components.names())}; "
                 f"laws: e.g. {laws[0].id} (see `nanolm-verify check --list`)"
             )
         chosen += [law for law in match if law not in chosen]

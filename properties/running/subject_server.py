@@ -18,15 +18,16 @@ import itertools
 import os
 import resource
 import signal
-from collections.abc import Iterator
+import types
 from typing import Any
 
 import torch
 from torch import nn
 
-from properties.library import remote, state
+from properties.library import contexts, remote, state
+from properties.library.subject import COMPONENTS, Implementation
 
-__all__ = ["Server", "Subject", "main"]
+__all__ = ["Server", "Subject", "main", "stand_in"]
 
 _SNAPSHOT_LIMIT = 1 << 22  # elements of a parameter kept as a copy to see a write that bypasses its version counter
 
@@ -50,32 +51,12 @@ def _same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(torch.equal(a.detach().contiguous().view(bits), b.detach().contiguous().view(bits)))
 
 
-@contextlib.contextmanager
-def _calling(context: dict[str, Any] | None) -> Iterator[None]:
-    """Enter the judge's calling context (remote.call_context): grad / inference mode, CPU autocast, deterministic
-    algorithms, thread count."""
-    context = context or {}
-    saved = (torch.are_deterministic_algorithms_enabled(), torch.get_num_threads())
-    det, threads = bool(context.get("deterministic", saved[0])), context.get("threads", saved[1])
-    if det != saved[0]:
-        torch.use_deterministic_algorithms(det)
-    if isinstance(threads, int) and threads > 0 and threads != saved[1]:
-        torch.set_num_threads(threads)
-    autocast = context.get("autocast")
-    try:
-        with contextlib.ExitStack() as stack:
-            if context.get("inference"):
-                stack.enter_context(torch.inference_mode())
-            else:
-                stack.enter_context(torch.set_grad_enabled(bool(context.get("grad", True))))
-            if isinstance(autocast, torch.dtype):
-                stack.enter_context(torch.autocast("cpu", dtype=autocast))
-            yield
-    finally:
-        if torch.are_deterministic_algorithms_enabled() != saved[0]:
-            torch.use_deterministic_algorithms(saved[0])
-        if torch.get_num_threads() != saved[1]:
-            torch.set_num_threads(saved[1])
+def _calling(data: dict[str, Any] | None, device_type: str = "cpu") -> Any:
+    """The judge's calling context (``remote.call_context``: a ``contexts.CallContext`` as data), entered the one
+    way the harness enters it (``contexts.applied``)."""
+    if not data:
+        return contextlib.nullcontext()
+    return contexts.applied(contexts.CallContext.of(data), device_type)
 
 
 class Server:
@@ -281,26 +262,29 @@ class Server:
         reply["params"], reply["grads"] = changed["params"], changed["grads"]
         return reply
 
-    def op_backward(self, call: str, cot: list, wrt: list) -> dict[str, Any]:
+    def op_backward(self, call: str, cot: list, wrt: list, create_graph: bool = False, new: str | None = None) -> dict:
+        """The gradients of a kept call's outputs against its inputs ``wrt`` for cotangents ``cot``; with
+        ``create_graph``, kept as call ``new`` (its inputs: the call's, then the cotangents) for a higher order."""
         if call not in self.calls:
             raise remote.ProtocolError(f"no call {call!r} held")
         outs, leaves = self.calls[call]
-        pairs = [(o, c) for o, c in zip(outs, cot, strict=True) if c is not None and o.requires_grad]
+        pairs = [(o, c) for o, c in zip(outs, cot, strict=True) if c is not None and o is not None and o.requires_grad]
         targets = [leaves[i] for i in wrt]
         need = [t for t in targets if t.requires_grad]
         got: dict[int, Any] = {}
         if pairs and need:
             grads = torch.autograd.grad(
-                [o for o, _ in pairs], need, [c for _, c in pairs], allow_unused=True, retain_graph=True
-            )
+                [o for o, _ in pairs], need, [c for _, c in pairs], allow_unused=True, retain_graph=True,
+                create_graph=bool(create_graph),
+            )  # fmt: skip
             got = {id(t): g for t, g in zip(need, grads, strict=True)}
-        out = []
-        for t in targets:
-            g = got.get(id(t))
+        found = [got.get(id(t)) for t in targets]
+        for g in found:
             if g is not None and type(g) is not torch.Tensor:
                 raise TypeError(f"the backward gave a {type(g).__name__}, not a torch.Tensor")
-            out.append(None if g is None else self.keep(g))
-        return {"grads": out}
+        if new is not None:
+            self.calls[new] = ([g for g in found if g is not None], [*leaves, *cot])
+        return {"grads": [None if g is None else self.keep(g) for g in found]}
 
     def op_read(self, rids: list) -> dict[str, Any]:
         return {"tensors": [self.objects[r].detach() for r in rids]}
@@ -324,7 +308,9 @@ class Server:
                 handler = getattr(self, f"op_{op}", None) if isinstance(op, str) else None
                 if handler is None:
                     raise remote.ProtocolError(f"no request {op!r}")
-                with _calling(fields.pop("context", None)):  # the judge's calling context, then the guard
+                inputs = fields.get("inputs") or [None]
+                where = inputs[0].device.type if isinstance(inputs[0], torch.Tensor) else "cpu"
+                with _calling(fields.pop("context", None), where):  # the judge's calling context, then the guard
                     before = state.snapshot()
                     try:
                         reply.update(handler(**fields))
@@ -358,6 +344,22 @@ def _config(value: Any) -> Any:
         fields = {f.name for f in dataclasses.fields(nanolm_core.ModelConfig) if f.init}
         return nanolm_core.ModelConfig(**{k: v for k, v in value["fields"].items() if k in fields})
     return value
+
+
+def stand_in(link: remote.Link, info: dict[str, Any]) -> Implementation:
+    """The judge's Implementation of the subject behind ``link``, from what the subject reported (``info``: spec,
+    module, file, provided, conventions_raw, skip_reason, import_effects): a stand-in module of data whose
+    components are factories in the subject's process (``remote.Factory``)."""
+    stand = types.ModuleType(str(info.get("module") or info.get("spec")))
+    stand.__file__ = info.get("file") if isinstance(info.get("file"), str) else None
+    stand.CONVENTIONS = info.get("conventions_raw")
+    stand.SKIP_REASON = info.get("skip_reason") if isinstance(info.get("skip_reason"), str) else None
+    spec = str(info.get("spec"))
+    for c in info.get("provided") or ():
+        if c in COMPONENTS:
+            setattr(stand, c, remote.Factory(link, spec, c))
+    effects = tuple(str(e)[:200] for e in (info.get("import_effects") or ()))
+    return Implementation(spec, stand, effects)
 
 
 def _keep_only(wire: int) -> None:
@@ -410,7 +412,7 @@ class _Options:
 
 class Subject:
     """A subject process for a judge that is the calling process (the pytest plugin): ``implementation()`` is the
-    judge's stand-in for it (``remote.implementation``), started again when the last one's process ended or broke
+    judge's stand-in for it (``stand_in``), started again when the last one's process ended or broke
     its link (a crash fails its own law, not every later one). ImplementationError when it cannot be used."""
 
     def __init__(self, spec: str) -> None:
@@ -451,7 +453,7 @@ class Subject:
             ) from None
         if header.get("op") != "ready" or not isinstance(header.get("info"), dict):
             raise ImplementationError(str(header.get("message") or f"implementation {self.spec!r} is unusable"))
-        self._impl = remote.implementation(link, remote.unpack(header["info"], []))
+        self._impl = stand_in(link, remote.unpack(header["info"], []))
         self._link = link
         return self._impl
 

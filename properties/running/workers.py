@@ -228,7 +228,7 @@ def _subject_of(link: Any, spec: str, *, first: bool = True) -> Any:
         info = remote.unpack(header["info"], [])
     else:
         info = link.request("load", spec=spec)["info"]
-    impl = remote.implementation(link, info)
+    impl = subject_server.stand_in(link, info)
     try:
         impl.conventions  # noqa: B018 — parsed here, by the judge
     except Exception as exc:

@@ -236,3 +236,25 @@ def test_baseline_is_recorded_then_reports_a_law_whose_error_grew(tmp_path, caps
     assert "no law got worse" in capsys.readouterr().out
     assert main(["check", str(CORRECT / "two_roundings.py"), *args]) == 1
     assert "RMSNorm.rmsnorm_matches_golden bf16 cpu: max ULP 0.50 →" in capsys.readouterr().out
+
+
+def test_list_as_json_gives_the_listed_laws_and_the_adapter_ids(tmp_path, capsys):
+    from properties.commands.render.json import schema
+    from properties.running.loading import adapters
+
+    assert main(["check", "--list", "--only", "SwiGLU"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.startswith("SwiGLU.")]
+    assert main(["check", "--list", "--only", "SwiGLU", "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.Draft202012Validator(schema(doc["schema"])).validate(doc)  # properties/schemas/law-list.schema.json
+    assert [law["id"] for law in doc["laws"]] == listed and doc["adapters"] == adapters()
+    assert all(law["component"] == "SwiGLU" and law["dtypes"] and law["statement"] for law in doc["laws"])
+    out = tmp_path / "laws.json"
+    assert main(["check", "--list", "--only", "SwiGLU", "--json", str(out)]) == 0
+    assert json.loads(out.read_text(encoding="utf-8")) == doc
+
+
+def test_a_run_refuses_json_to_standard_output_before_any_work(capsys):
+    assert main(["check", "--only", "RMSNorm", "--json", "-"]) == 2
+    assert "--json -: standard output holds the table" in capsys.readouterr().err

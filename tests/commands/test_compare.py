@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from properties.commands import compare, results
-from properties.commands.render import html, markdown
+from properties.commands.render import html, markdown, text
 from properties.commands.render import json as json_render
 from properties.entry import cli
 from properties.running import session
@@ -89,7 +90,8 @@ def test_the_batch_column_reads_the_batch_invariance_laws_and_no_probe(report):
 
 def test_highlights_name_the_differing_accuracy_classes_with_numbers(report):
     [line] = results.highlights(report["cells"])
-    assert line == "RMSNorm bf16 cpu — correctly rounded: torch (max 0.5 ULP); ≤ 1.3 ULP: hf-llama (max 1.25 ULP)"
+    # a class "≤ k ULP" states its max rounded up (k), in the one ULP format; a named class gets its number
+    assert line == "RMSNorm bf16 cpu — correctly rounded: torch (max 0.5 ULP); ≤ 1.3 ULP: hf-llama"
 
 
 def test_markdown_and_html_put_implementations_in_columns_with_headroom_cells(report, tmp_path):
@@ -104,7 +106,7 @@ def test_markdown_and_html_put_implementations_in_columns_with_headroom_cells(re
     assert '<td class="c p0" title="passed; headroom 0.25; max 0.5 ULP">0.25</td>' in body
     assert '<td class="c p1"' in body and "<th>hf-llama</th>" in body
     data = json.loads(written.read_text())
-    assert data["schema"] == "nanolm-verify/compare-report/2" and len(data["results"]["torch"]) == 2
+    assert data["schema"] == "nanolm-verify/compare-report/3" and len(data["results"]["torch"]) == 2
 
 
 def test_failures_are_red_and_listed_with_their_messages(tmp_path):
@@ -166,11 +168,52 @@ def test_end_to_end_hf_llama_rounds_twice_where_torch_rounds_once():
     assert hf_cell.max_ulp > torch_cell.max_ulp + 0.25  # the second rounding shows
 
 
-def test_numbers_next_to_a_class_boundary_are_not_rounded_across_it():
-    assert results.number_text(0.5000000000000042) == "0.50000000000000422"
-    assert results.number_text(0.49998158626697325) == "0.49998"
-    assert results.number_text(0.99999999) == "0.99999998999999995"
-    assert [results.number_text(v) for v in (2.1347e8, None, float("inf"))] == ["2.1347e+08", "—", "inf"]
+def test_ulp_numbers_have_one_format_rounded_up_never_into_a_better_class():
+    """Two significant digits rounded up (a max: the text is an upper bound), so 0.5000000000000042 never reads as
+    correctly rounded, and a faithful value never reads 1; the "≤ k ULP" class says the same k."""
+    assert results.ulp_text(0.5000000000000042) == "0.51"
+    assert results.ulp_text(0.49998158626697325) == "0.5"
+    assert results.ulp_text(0.99999999) == "0.99999999" and results.ulp_text(0.9996) == "0.9996"
+    assert [results.ulp_text(v) for v in (1.25, 3.507, 2591.4, 2.1347e8)] == ["1.3", "3.6", "2600", "2.2e8"]
+    assert [results.ulp_text(v) for v in (None, float("nan"), float("inf"), 0.0)] == ["—", "—", "inf", "0"]
+    for value in (1.25, 3.507, 2591.4, 1.0965e8):
+        assert results.accuracy_class(value) == f"≤ {results.ulp_text(value)} ULP"
+        assert float(results.ulp_text(value)) >= value
+
+
+def _law(law_id: str, dtype: str, headroom: float, status: str = "passed", **kw) -> LawResult:
+    return LawResult(law_id, law_id.split(".")[0], dtype, "cpu", status, headroom=headroom, max_ulp=1.0, **kw)
+
+
+def test_compare_prints_one_verdict_per_implementation_first_coloured_as_the_html(tmp_path, capsys, monkeypatch):
+    near = [_law("RMSNorm.rmsnorm_matches_golden", "bf16", 0.95)]
+    tight = [  # 0.9999 on a law whose bound a correct result attains: not amber; 0.3 elsewhere
+        _law("RMSNorm.rmsnorm_is_scale_invariant", "bf16", 0.9999),
+        _law("RMSNorm.rmsnorm_matches_golden", "bf16", 0.3),
+    ]
+    failed = [_law("RMSNorm.rmsnorm_matches_golden", "bf16", 3.1e7, "failed", cause="law")]
+    report = results.compare(fake_run({"torch": near, "nanolm_core": tight, "hf-llama": failed}))
+    cells = {v.spec: v for v in results.impl_verdicts(report)}
+    html_css = {spec: {v.css for *_, row in results.matrix(report, "RMSNorm") for v in row} for spec in cells}
+    assert [cells[s].word for s in ("torch", "nanolm_core", "hf-llama")] == ["PASS", "PASS", "FAIL"]
+    assert (cells["torch"].css, cells["nanolm_core"].css, cells["hf-llama"].css) == ("p2", "p0", "f")
+    assert {"p2", "pb", "f"} <= set().union(*html_css.values())  # the same classes the HTML cells carry
+    page = html.compare(report)
+    assert 'class="c pb"' in page and 'class="c p2"' in page and '<span class="pb">' in page  # and its legend
+    lines = text.compare_verdicts(report, colours=True)
+    heads = [line for line in lines if not line.startswith(" ")]  # one verdict each (continuations indented)
+    assert heads[0].startswith("\x1b[33mPASS\x1b[0m torch: 1/1 laws passed; max headroom 0.95")  # amber, as p2
+    assert heads[1].startswith("\x1b[32mPASS\x1b[0m nanolm_core: 2/2 laws passed; max headroom 0.30*")
+    assert heads[2].startswith("\x1b[1;31mFAIL\x1b[0m hf-llama: 0/1 laws passed, 1 failed; worst:")
+    assert "failed by 3e7" in " ".join(lines) and heads[3].startswith("* laws whose bound") and len(heads) == 4
+    assert all(len(re.sub("\x1b\\[[0-9;]*m", "", line)) <= 80 for line in lines)
+    plain = text.compare_verdicts(report)
+    assert not any("\x1b" in line for line in plain)
+
+    monkeypatch.setattr(session, "run", lambda *a, **k: fake_run({"torch": near, "hf-llama": failed}))
+    assert cli.main(["compare", "torch", "hf-llama", "--out", str(tmp_path), "-q"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("PASS torch:") and out[1].startswith("FAIL hf-llama:")  # first, no colour off a tty
 
 
 def test_the_league_ranks_every_implementation_and_lists_its_findings(tmp_path):
@@ -209,3 +252,16 @@ def test_the_reproduce_line_names_the_whole_selection():
     assert report["meta"]["command"] == (
         "nanolm-verify compare torch --profile ci --device cpu --only RMSNorm --dtype fp32,bf16 --seed 3"
     )
+
+
+def test_every_cell_class_has_one_meaning_in_the_html_and_the_terminal():
+    """The terminal colours the HTML's classes: each class a verdict can carry has a CSS rule in the template and a
+    terminal colour, and the template's legend names the classes a passing cell can take."""
+    from importlib import resources
+
+    page = resources.files("properties.commands.render").joinpath("templates", "compare.html").read_text("utf-8")
+    css_rules = set(re.findall(r"\.([a-z][a-z0-9]*)[,{]", page.split("</style>")[0]))
+    classes = {m.css for m in results.MARKS.values()} | {"p0", "p1", "p2", "pb", "na", "none"}
+    assert classes - {"none"} <= css_rules and classes <= set(text.ANSI)
+    legend = page.split('class="legend"')[1].split("</p>")[0]
+    assert all(f'class="{c}"' in legend for c in ("p0", "p1", "p2", "pb", "ok", "f", "xf", "sk", "na"))

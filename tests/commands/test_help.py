@@ -90,6 +90,33 @@ def test_help_texts_are_never_cut_mid_word(capsys):
     with pytest.raises(SystemExit):
         main(["plot", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for name, func in PLOTS.items():
-        summary = " ".join((func.__doc__ or "").split("\n\n")[0].split())
+    for name, plot in PLOTS.items():
+        summary = " ".join((plot.draw.__doc__ or "").split("\n\n")[0].split())
         assert f"{name}: {summary}" in text
+
+
+HEAVY = (  # the component records (properties.library.components) are light by design: their names print the help
+    "torch", "hypothesis", "numpy", "golden.engine", "properties.library.laws", "properties.library.subject",
+    "properties.library.strategies", "matplotlib", "jinja2",
+)  # fmt: skip
+
+
+def test_building_the_parser_imports_nothing_heavy():
+    """--help and --version print before torch, Hypothesis, numpy, the law library or golden's engine is imported
+    (bench/cli_start.py times it); checked in a fresh interpreter, where nothing is imported yet."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom properties.entry import cli\ncli.build_parser()\n"
+        f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "", f"building the parser imported {proc.stdout.strip()}"
+
+
+def test_the_light_dtype_names_in_the_help_are_golden_s():
+    from golden.formats import NAMES
+    from properties.commands.helptext import DTYPE_NAMES
+
+    assert DTYPE_NAMES == tuple(NAMES)

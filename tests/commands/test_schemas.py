@@ -4,6 +4,7 @@ write (failures, counterexamples and interrupted runs included) and by every exa
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import pytest
 
 from properties.commands import results
 from properties.commands.render import json as report
-from properties.entry.cli import main
+from properties.entry.cli import build_parser, main
 from properties.running.loading import load
 from properties.running.runner import LawResult
 from properties.running.session import Run, Selection, Subject, SubjectInfo
@@ -30,11 +31,39 @@ def _validate(doc: dict) -> None:
     jsonschema.Draft202012Validator(report.schema(doc["schema"])).validate(doc)
 
 
-def test_the_shipped_schemas_are_json_schemas_with_one_id_scheme():
-    for schema, sid in ((CHECK, report.CHECK_SCHEMA), (COMPARE, report.COMPARE_SCHEMA)):
+def test_the_shipped_schemas_are_json_schemas_generated_from_the_report_models():
+    from properties.commands.render import models
+
+    for sid in report.SCHEMA_FILES:
+        schema = report.schema(sid)
         jsonschema.Draft202012Validator.check_schema(schema)
-        assert schema["properties"]["schema"] == {"const": sid}
-        assert sid.startswith("nanolm-verify/") and sid.endswith("-report/2")
+        assert schema["properties"]["schema"]["const"] == sid
+        assert schema == models.generate(sid), f"{sid}: python -m properties.commands.render.models regenerates it"
+    assert models.main(["--check"]) == 0
+
+
+def test_a_schema_s_id_is_its_path_in_the_installed_package():
+    from importlib import resources
+
+    for sid, name in report.SCHEMA_FILES.items():
+        schema = report.schema(sid)
+        package, *path = schema["$id"].split("/")
+        assert path[-1] == name and "importlib.resources" in schema["description"]
+        assert json.loads(resources.files(package).joinpath(*path).read_text(encoding="utf-8")) == schema
+
+
+def test_the_models_generate_what_a_report_needs():
+    """The generated schema is the models': a field the writer relies on, made optional or retyped in a model,
+    changes it (checked on one field of each kind; the committed-file check above then fails)."""
+    from properties.commands.render import models
+
+    check = models.generate(report.CHECK_SCHEMA)
+    assert {"schema", "reproduce", "exit_status", "summary", "results"} <= set(check["required"])
+    result = check["$defs"]["Result"]
+    assert {"law_id", "status", "headroom", "max_ulp"} <= set(result["required"])
+    assert "tier" in result["properties"] and "tier" not in result["required"]  # tolerated, never demanded
+    compare = models.generate(report.COMPARE_SCHEMA)
+    assert "exit_status" in compare["required"] and compare["properties"]["results"]["additionalProperties"]
 
 
 def test_a_check_report_with_a_failure_and_a_pass_meets_its_schema_and_a_broken_one_does_not(tmp_path, capsys):
@@ -43,6 +72,10 @@ def test_a_check_report_with_a_failure_and_a_pass_meets_its_schema_and_a_broken_
     assert main([*args, "--dtype", "fp32", "--profile", "ci", "--workers", "1", "--json", str(out)]) == 1
     doc = json.loads(out.read_text())
     _validate(doc)
+    assert doc["exit_status"] == 1
+    again = build_parser().parse_args(shlex.split(doc["reproduce"])[1:])  # the same selection, parsed back
+    assert (again.command, again.impl, again.profile) == ("check", "properties.gallery.eps_outside_sqrt", "ci")
+    assert again.only == ["rmsnorm_matches_golden,rmsnorm_preserves_sign"] and again.dtype == ["fp32"]
     failed = [r for r in doc["results"] if r["status"] == "failed"]
     assert failed and all(r["counterexample"] and r["headroom"] for r in failed)
     assert doc["interrupted"] is False and doc["summary"]["planned"] == 2
@@ -106,6 +139,7 @@ def test_sigterm_during_check_writes_the_table_and_an_interrupted_report(tmp_pat
     _validate(doc)
     assert all(r["law_id"].split(".", 1)[1] in stdout for r in doc["results"])  # the table of what finished
     assert doc["interrupted"] is True and doc["interrupted_by"] == "SIGTERM"
+    assert doc["exit_status"] == proc.returncode
     assert 2 <= doc["summary"]["total"] < doc["summary"]["planned"]
 
 
@@ -144,23 +178,24 @@ def test_sigterm_during_compare_writes_a_partial_report_that_meets_its_schema(tm
     doc = json.loads((tmp_path / "results.json").read_text())
     _validate(doc)
     assert doc["interrupted"] is True and doc["interrupted_by"] == "SIGTERM"
+    assert doc["exit_status"] == proc.returncode
     assert list(doc["results"]) == ["reference"] and 2 <= len(doc["results"]["reference"]) < 15
 
 
 def test_every_field_of_a_law_record_is_described_by_the_schema():
     record = LawResult("RMSNorm.rmsnorm_matches_golden", "RMSNorm", "fp32", "cpu", "passed").to_json()
-    described = set(CHECK["$defs"]["result"]["properties"])
+    described = set(CHECK["$defs"]["Result"]["properties"])
     assert set(record) <= described, set(record) - described
-    assert CHECK["$defs"]["result"] == COMPARE["$defs"]["result"]  # one record format in both reports
+    assert CHECK["$defs"]["Result"] == COMPARE["$defs"]["Result"]  # one record format in both reports
 
 
 def test_the_schemas_name_every_component_the_suite_knows():
-    """A JSON Schema is data: its list of components is tied to ``COMPONENTS`` here (a new component, e.g.
-    AddRMSNorm, must be added there too, or every report that provides it is invalid)."""
+    """The models take the components from ``COMPONENTS``: a new one is in the generated schema (and the committed
+    file must be regenerated, or the generation test fails), never a report made invalid by a stale list."""
     from properties.library.subject import COMPONENTS
 
     provided = [
-        CHECK["properties"]["implementation"]["properties"]["provided"]["items"]["enum"],
-        COMPARE["properties"]["impls"]["items"]["properties"]["provided"]["items"]["enum"],
+        CHECK["$defs"]["Implementation"]["properties"]["provided"]["items"]["enum"],
+        COMPARE["$defs"]["ComparedImplementation"]["properties"]["provided"]["items"]["enum"],
     ]
     assert provided == [list(COMPONENTS), list(COMPONENTS)]

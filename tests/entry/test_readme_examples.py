@@ -97,7 +97,7 @@ def test_the_drop_in_example_with_declared_conventions_and_gradients_passes_and_
     ], run.stdout + run.stderr
     assert "3 failed, 9 passed" in run.stdout, run.stdout  # test_mine.py: all 4 pass
     for mode in ("llama", "gemma"):
-        assert f"FAILED test_wrong.py::test_rms_norm[{mode}] - LawFailure: casting_mode={mode}: " in run.stdout
+        assert f"FAILED test_wrong.py::test_rms_norm[{mode}] - VerificationError: casting_mode=" in run.stdout
         assert f"reproduce: pytest 'test_wrong.py::test_rms_norm[{mode}]'" in run.stdout
     text = " ".join(word for word in run.stdout.split() if word != "E")  # (pytest's "E" before each line)
     assert "casting_mode=llama assert_rmsnorm_close [bf16, cpu]: y: ULP error" in text, run.stdout

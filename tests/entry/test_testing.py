@@ -11,6 +11,10 @@ import nanolm_core
 from golden.formats import FORMATS
 from properties.library.context import ContractFailure, LawFailure
 from properties.testing import (
+    OutputContractError,
+    VerificationError,
+    assert_add_rmsnorm_close,
+    assert_add_rmsnorm_grads_close,
     assert_block_close,
     assert_block_grads_close,
     assert_rmsnorm_close,
@@ -54,7 +58,8 @@ def test_a_wrong_kernel_fails_with_the_laws_message():
     assert "(headroom " in flat and "c=fp32" in flat  # the compute dtype named in the bound
     assert "input: RMSNorm, fp32, shape=[4, 64], D=64, cpu, eps: 1e-06" in flat
     assert "reproduce: pytest tests/entry/test_testing.py::test_a_wrong_kernel_fails_with_the_laws_message" in text
-    lead = len("properties.library.context.LawFailure: ")  # pytest prints it, and "E" + 7 spaces, before each line
+    assert isinstance(info.value, VerificationError) and isinstance(info.value, AssertionError)
+    lead = len("properties.testing.VerificationError: ")  # pytest prints it, and "E" + 7 spaces, before each line
     lines = text.splitlines()
     assert lead + len(lines[0]) <= 72 and all(len(line) <= 72 for line in lines if not line.startswith("reproduce:"))
     assert " max " not in flat  # the bound at the judged element only: no maximum over the others
@@ -97,7 +102,7 @@ def test_a_declared_convention_judges_a_kernel_at_its_declared_precision():
     assert assert_rmsnorm_close(y, x, w, conventions=declared) > 1.0  # passes at bf16 arithmetic, error kept
     with pytest.raises(LawFailure, match=r"declared: compute fp16→fp16, bf16→bf16"):  # not an excuse: still judged
         assert_rmsnorm_close(y * 1.05, x, w, conventions=declared)
-    with pytest.raises(ValueError, match=r"conventions=: .*unknown key \(did you mean 'compute_dtype'\?\)"):
+    with pytest.raises(ValueError, match=r"conventions= unknown key 'compute_dtyp'; did you mean 'compute_dtype'\?$"):
         assert_rmsnorm_close(y, x, w, conventions={"compute_dtyp": "input"})
 
 
@@ -117,7 +122,7 @@ def test_gradients_of_the_reference_pass_and_wrong_ones_fail(dtype):
     y.backward(dy)
     assert assert_rmsnorm_grads_close((x.grad, norm.weight.grad), x, norm.weight, dy) >= 0
     assert assert_rmsnorm_grads_close({"weight": norm.weight.grad}, x, norm.weight, dy) >= 0  # one of them
-    with pytest.raises(LawFailure, match=r"dγ: ULP error"):
+    with pytest.raises(LawFailure, match=r"dweight: ULP error"):
         assert_rmsnorm_grads_close((x.grad, norm.weight.grad * 1.1), x, norm.weight, dy)
 
     ffn = nanolm_core.SwiGLU(64, 96).to(dtype)
@@ -159,3 +164,152 @@ def test_the_output_must_keep_the_inputs_dtype_and_shape():
         assert_rmsnorm_close(nanolm_core.RMSNorm(16).bfloat16()(x).float(), x, w)
     with pytest.raises(ContractFailure, match=r"shape \(16,\) ≠ \(3, 16\)"):
         assert_rmsnorm_close(x[0], x, w)
+
+
+# ---------------------------------------------------------------------------------------------- AddRMSNorm, records
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_add_rmsnorm_drop_ins_pass_the_reference_and_fail_a_wrong_sum(dtype):
+    norm = nanolm_core.AddRMSNorm(64).to(dtype)
+    norm.weight.data = _x(64, dtype, 1)
+    x, r = _x((5, 64), dtype).requires_grad_(), _x((5, 64), dtype, 2).requires_grad_()
+    y, h = norm(x, r)
+    assert assert_add_rmsnorm_close((y, h), x, r, norm.weight) >= 0
+    assert assert_add_rmsnorm_close((y, None), x, r, norm.weight) >= 0  # h not checked
+    gy, gh = _x((5, 64), dtype, 3), _x((5, 64), dtype, 4)
+    torch.autograd.backward((y, h), (gy, gh))
+    grads = (x.grad, r.grad, norm.weight.grad)
+    assert assert_add_rmsnorm_grads_close(grads, x, r, norm.weight, (gy, gh)) >= 0
+    with pytest.raises(VerificationError, match=r"h: ULP error"):
+        assert_add_rmsnorm_close((y, (x + r * 1.01).detach()), x, r, norm.weight)
+    with pytest.raises(VerificationError, match=r"dresidual: ULP error"):
+        assert_add_rmsnorm_grads_close({"residual": r.grad - gh}, x, r, norm.weight, (gy, gh))  # stream's g_h dropped
+    with pytest.raises(ValueError, match=r"actual is the tuple \(y, h\)"):
+        assert_add_rmsnorm_close(y, x, r, norm.weight)
+
+
+def _gemma(x: torch.Tensor, w_stored: torch.Tensor, eps: float, offset: float = 1.0) -> torch.Tensor:
+    """Liger's / Gemma's RMSNorm: the stored w applied as the gain offset + w (in fp32)."""
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * (offset + w_stored.float())).to(x.dtype)
+
+
+def test_a_gemma_kernel_is_judged_in_its_own_terms_and_a_failure_prints_the_declaration_to_paste():
+    x, w = _x((8, 256), torch.bfloat16), _x(256, torch.bfloat16, 5) * 0.1  # the stored w, near 0
+    y = _gemma(x, w, 1e-6)
+    with pytest.raises(VerificationError) as info:
+        assert_rmsnorm_close(y, x, w, eps=1e-6)
+    text = " ".join(str(info.value).split())
+    assert "gain 1 + w" in text and 'paste: conventions={"weight_offset": 1.0}' in text
+    assert info.value.suggestion == 'conventions={"weight_offset": 1.0}'
+    pasted = eval(info.value.suggestion.split("=", 1)[1])  # the printed value is Python source
+    assert assert_rmsnorm_close(y, x, w, eps=1e-6, conventions=pasted) >= 0
+    assert assert_rmsnorm_close(y, x, w, eps=1e-6, offset=1.0) >= 0  # the kernel's own term
+    with pytest.raises(VerificationError):  # not an excuse: an offset of 2 is another function
+        assert_rmsnorm_close(_gemma(x, w, 1e-6, offset=2.0), x, w, eps=1e-6, offset=1.0)
+    with pytest.raises(ValueError, match=r"offset=1.0 and conventions weight_offset=2.0 disagree"):
+        assert_rmsnorm_close(y, x, w, offset=1.0, conventions={"weight_offset": 2.0})
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'offset'"):  # SwiGLU has no gain
+        assert_swiglu_close(x, x, w, w, w, offset=1.0)
+
+
+def test_the_add_rmsnorm_gemma_gradients_follow_the_offset():
+    dtype = torch.float32
+    x, r = _x((4, 32), dtype).requires_grad_(), _x((4, 32), dtype, 1).requires_grad_()
+    w = (_x(32, dtype, 2) * 0.1).requires_grad_()
+    h = x + r
+    y = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * (1.0 + w)
+    gy = _x((4, 32), dtype, 3)
+    y.backward(gy)
+    with pytest.raises(VerificationError) as info:
+        assert_add_rmsnorm_grads_close((x.grad, r.grad, w.grad), x, r, w, (gy, None))
+    assert info.value.suggestion == 'conventions={"weight_offset": 1.0}'
+    assert assert_add_rmsnorm_grads_close((x.grad, r.grad, w.grad), x, r, w, (gy, None), offset=1.0) >= 0
+
+
+def test_free_text_and_unknown_keys_are_one_line_errors_naming_the_typed_key():
+    x, w = _x((2, 8), torch.float32), torch.ones(8)
+    cases = {
+        "compute": r"'compute' is free text and changes nothing; the typed key is 'compute_dtype'",
+        "notes": r"'notes' is free text and changes nothing; RMSNorm takes typed keys only",
+        "rope_layout": r"unknown key 'rope_layout'; a convention of Block, not of RMSNorm",
+        "eps_dtyp": r"unknown key 'eps_dtyp'; did you mean 'eps_dtype'\?",
+    }
+    for key, pattern in cases.items():
+        with pytest.raises(ValueError, match=pattern) as info:
+            assert_rmsnorm_close(x, x, w, conventions={key: "bf16"})
+        assert "\n" not in str(info.value) and len(str(info.value)) <= 120, str(info.value)
+
+
+def test_an_output_of_another_dtype_raises_the_public_contract_error():
+    x = _x((3, 16), torch.bfloat16)
+    with pytest.raises(OutputContractError) as info:
+        assert_rmsnorm_close(x.float(), x, torch.ones(16, dtype=torch.bfloat16))
+    assert isinstance(info.value, ContractFailure) and isinstance(info.value, VerificationError)
+    assert type(info.value).__module__ == "properties.testing"
+
+
+def test_every_record_has_its_drop_ins_and_a_throwaway_component_gets_them():
+    import dataclasses
+    import inspect
+
+    import properties.testing as testing
+    from properties.library import components
+
+    for rec in components.RECORDS.values():
+        assert callable(getattr(testing, rec.dropin("close"))) and rec.dropin("close") in testing.__all__
+        assert callable(getattr(testing, rec.dropin("grads_close")))
+    scaled = dataclasses.replace(components.record("RMSNorm"), name="ScaledRMSNorm", slug="")
+    made = testing.dropins(scaled)
+    assert set(made) == {"assert_scaled_rmsnorm_close", "assert_scaled_rmsnorm_grads_close"}
+    sig = inspect.signature(made["assert_scaled_rmsnorm_close"])
+    assert list(sig.parameters)[:4] == ["actual", "x", "weight", "eps"] and "offset" in sig.parameters
+    x, w = _x((3, 16), torch.float32), _x(16, torch.float32, 1)
+    y = nanolm_core.RMSNorm(16)
+    y.weight.data = w
+    with torch.no_grad():
+        assert made["assert_scaled_rmsnorm_close"](y(x), x, w) >= 0
+        with pytest.raises(VerificationError, match=r"assert_scaled_rmsnorm_close \[fp32,\s+cpu\]"):
+            made["assert_scaled_rmsnorm_close"](y(x) * 1.01, x, w)
+
+
+# ---------------------------------------------------------------------------------------------- the example
+
+
+def _example():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "test_liger_style.py"
+    spec = importlib.util.spec_from_file_location("test_liger_style_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return path, module
+
+
+def test_the_liger_style_example_passes_for_all_four_components():
+    import subprocess
+    import sys
+
+    path, _ = _example()
+    done = subprocess.run([sys.executable, "-m", "pytest", str(path), "-q", "-p", "no:cacheprovider", "-n", "0"],
+                          capture_output=True, text=True, cwd=path.parent)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "10 passed" in done.stdout
+
+
+@pytest.mark.parametrize("component", ["RMSNorm", "AddRMSNorm"])
+def test_the_examples_gemma_kernels_without_their_offset_print_the_declaration_that_makes_them_pass(component):
+    _, ex = _example()
+    x, r = ex._randn(4, 64, seed=0, shift=0.5), ex._randn(4, 64, seed=1)
+    w = ex._randn(64, seed=2) * 0.1  # Gemma's stored w: the gain is 1 + w
+    if component == "RMSNorm":
+        actual, check, args = ex.rms_norm(x, w, 1e-6, 1.0, casting_mode="gemma"), assert_rmsnorm_close, (x, w)
+    else:
+        actual, check, args = ex.fused_add_rms_norm(x, r, w, 1e-6, 1.0), assert_add_rmsnorm_close, (x, r, w)
+    with pytest.raises(VerificationError) as info:
+        check(actual, *args, 1e-6)
+    assert info.value.suggestion is not None and info.value.suggestion in " ".join(str(info.value).split())
+    pasted = eval(info.value.suggestion.removeprefix("conventions="))
+    assert check(actual, *args, 1e-6, conventions=pasted) >= 0

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import golden
-from golden.formats import FORMATS, NAMES
+from golden.formats import FORMATS, NAMES, fmt
 from properties.numerics import ulp
 
 DTYPES = [f.dtype for f in FORMATS]
@@ -18,8 +18,8 @@ EMIN = {torch.float64: -1022, torch.float32: -126, torch.float16: -14, torch.bfl
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
 def test_unit_roundoff_is_two_to_minus_p(dtype: torch.dtype) -> None:
-    assert ulp.unit_roundoff(dtype) == 2.0 ** -P[dtype]
-    assert ulp.unit_roundoff(dtype) == float(torch.finfo(dtype).eps) / 2
+    assert fmt(dtype).p == P[dtype]  # the one dtype table (golden.formats)
+    assert fmt(dtype).u == 2.0 ** -P[dtype] == float(torch.finfo(dtype).eps) / 2
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)

@@ -1,6 +1,7 @@
 """JSON: the versioned reports of ``check`` (``--json``) and ``compare`` (``results.json``), and their JSON Schemas
-shipped in the package (``properties/schemas/``). A compare report reads back (``compare_from_json``) to be
-rendered again without re-running the laws."""
+shipped in the package (``properties/schemas/``, generated from the typed models of ``render/models.py``). A report
+carries the command line that reproduces its run and the command's exit status. A compare report reads back
+(``compare_from_json``) to be rendered again without re-running the laws."""
 
 from __future__ import annotations
 
@@ -17,22 +18,39 @@ from typing import Any
 import torch
 
 from properties import __version__
-from properties.commands.results import Cell, counts, library_versions
+from properties.commands.results import Cell, counts, exit_status_of, library_versions
 from properties.running import findings, profiles
 from properties.running.session import Run, SubjectInfo
 
-__all__ = ["CHECK_SCHEMA", "COMPARE_SCHEMA", "check_report", "compare_from_json", "compare_report", "schema", "write"]
+__all__ = [
+    "CHECK_SCHEMA",
+    "COMPARE_SCHEMA",
+    "LIST_SCHEMA",
+    "SCHEMA_FILES",
+    "check_report",
+    "compare_from_json",
+    "compare_report",
+    "dumps",
+    "law_list",
+    "schema",
+    "write",
+]
 
-CHECK_SCHEMA = "nanolm-verify/check-report/2"
-COMPARE_SCHEMA = "nanolm-verify/compare-report/2"
-_SCHEMA_FILES = {CHECK_SCHEMA: "check-report.schema.json", COMPARE_SCHEMA: "compare-report.schema.json"}
+CHECK_SCHEMA = "nanolm-verify/check-report/3"  # /3: + reproduce, exit_status
+COMPARE_SCHEMA = "nanolm-verify/compare-report/3"  # /3: + exit_status
+LIST_SCHEMA = "nanolm-verify/law-list/1"  # check --list --json
+SCHEMA_FILES = {
+    CHECK_SCHEMA: "check-report.schema.json",
+    COMPARE_SCHEMA: "compare-report.schema.json",
+    LIST_SCHEMA: "law-list.schema.json",
+}
 
 
 def schema(doc_schema: str) -> dict[str, Any]:
     """The shipped JSON Schema (a dict) of the report kind ``doc_schema`` (CHECK_SCHEMA or COMPARE_SCHEMA)."""
-    if doc_schema not in _SCHEMA_FILES:
-        raise ValueError(f"unknown report schema {doc_schema!r}; known: {', '.join(_SCHEMA_FILES)}")
-    name = _SCHEMA_FILES[doc_schema]
+    if doc_schema not in SCHEMA_FILES:
+        raise ValueError(f"unknown report schema {doc_schema!r}; known: {', '.join(SCHEMA_FILES)}")
+    name = SCHEMA_FILES[doc_schema]
     return json.loads(resources.files("properties").joinpath("schemas", name).read_text(encoding="utf-8"))
 
 
@@ -46,9 +64,10 @@ def _device_name(device: str) -> str:
     return platform.processor() or platform.machine()
 
 
-def check_report(run: Run, info: SubjectInfo, *, threads: int = 1) -> dict[str, Any]:
+def check_report(run: Run, info: SubjectInfo, *, exit_status: int, threads: int = 1) -> dict[str, Any]:
     """The versioned JSON report of a ``check`` run (key ``schema``; its JSON Schema:
-    ``properties/schemas/check-report.schema.json``); ``threads``: torch's threads in each worker."""
+    ``properties/schemas/check-report.schema.json``); ``exit_status``: the command's; ``threads``: torch's threads
+    in each worker."""
     prof, results, devices = profiles.get(run.selection.profile), run.results, list(run.selection.devices)
     n = counts(results)
     return {
@@ -83,6 +102,8 @@ def check_report(run: Run, info: SubjectInfo, *, threads: int = 1) -> dict[str, 
             "slow_tier": prof.slow,
         },
         "seed": run.selection.seed,
+        "reproduce": run.selection.command("check", info.spec),
+        "exit_status": exit_status,
         **_interruption(run.interrupted),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "duration": round(run.duration, 3),
@@ -105,6 +126,7 @@ def compare_report(report: dict[str, Any]) -> dict[str, Any]:
     return {
         "schema": COMPARE_SCHEMA,
         "meta": report["meta"],
+        "exit_status": exit_status_of(report),
         **_interruption(report.get("interrupted")),
         "impls": report["impls"],
         "cells": [dataclasses.asdict(c) | {"accuracy_class": c.accuracy} for c in report["cells"]],
@@ -129,10 +151,30 @@ def compare_from_json(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def law_list(laws: Any) -> dict[str, Any]:
+    """``check --list --json``: the laws (id, component, dtypes, statement) and the adapter ids with their modules
+    (the entry points ``nanolm_verify.adapters``, a library's own included)."""
+    from golden.formats import fmt
+    from properties.running.loading import adapters
+
+    return {
+        "schema": LIST_SCHEMA,
+        "laws": [
+            {"id": w.id, "component": w.component, "dtypes": [fmt(d).name for d in w.dtypes], "statement": w.doc}
+            for w in laws
+        ],
+        "adapters": adapters(),
+    }
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    """``doc`` as indented UTF-8 JSON text (what ``write`` writes)."""
+    return json.dumps(json.loads(json.dumps(doc, default=str)), indent=1, ensure_ascii=False)
+
+
 def write(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     """``doc`` as indented UTF-8 JSON at ``path`` (its folder created)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(json.loads(json.dumps(doc, default=str)), indent=1, ensure_ascii=False)
-    path.write_text(text + "\n", encoding="utf-8")
+    path.write_text(dumps(doc) + "\n", encoding="utf-8")
     return path

@@ -28,7 +28,7 @@ from properties.commands.results import (
     unexpected,
 )
 from properties.gallery import KINDS, PITFALLS, Pitfall
-from properties.library.subject import COMPONENTS
+from properties.library import components as records
 from properties.running.runner import LAWS
 
 __all__ = ["FIGURES", "compare", "gallery", "league"]
@@ -246,7 +246,7 @@ def gallery(km: KillMatrix) -> str:
         "contract, `X` crash, `T` timeout (not a catch); `E`: error of the suite. **Bold**: the designated law. "
         "The last row is the reference, which must pass every law.",
     ]
-    for component in COMPONENTS:
+    for component in records.names():
         law_ids = [law_id for law_id, law in LAWS.items() if law.component == component]
         if not law_ids:
             continue

@@ -1,13 +1,13 @@
 """The terminal: every line a command prints, at most 80 columns (commands to copy excepted), from the results model.
 
-``wrap`` is the one text-wrapping helper (``textwrap`` underneath): each line at its own indentation, a hanging
-indent on continuations, commands to copy left whole, never a word broken at a hyphen. On top of it: ``check``'s
+``wrap`` (render/wrapping.py) is the one text-wrapping helper; on top of it: ``check``'s
 table (law × dtype cells: the status and the *headroom*, max |error| ÷ derived bound, ≤ 1 passes), its legend, the
 progress line, a failure's block, and the student's view of a pitfall.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import sys
@@ -18,17 +18,19 @@ from typing import Any, TextIO
 
 from golden.formats import NAMES, fmt
 from properties import __version__
+from properties.commands.render.wrapping import WIDTH, wrap
 from properties.commands.results import (
     MARKS,
     Demo,
     counts,
     examples_needed,
     headroom_text,
+    impl_verdicts,
     mark,
 )
+from properties.library import components as records
 from properties.library.assertions import plural, relayout
 from properties.library.conventions import parse_all
-from properties.library.subject import COMPONENTS
 from properties.running import findings
 from properties.running.runner import Law, LawResult
 from properties.running.session import Selection, SubjectInfo
@@ -40,6 +42,8 @@ __all__ = [
     "cell_text",
     "check_footer",
     "check_header",
+    "colour",
+    "compare_verdicts",
     "explain",
     "failure_text",
     "format_table",
@@ -49,11 +53,10 @@ __all__ = [
     "pitfall_summary",
     "shell_lines",
     "summary_line",
+    "wants_colour",
     "wrap",
 ]
 
-WIDTH = 80  # every line of the table, the legend and --list fits a terminal of 80 columns
-KEEP = ("reproduce:", "replay:")  # lines that are commands to copy: never broken
 
 LEGEND = """\
 headroom      max |error| ÷ derived bound over all examples: ≤ 1 passes
@@ -65,40 +68,6 @@ cells: ok|FAIL headroom; CRASH|CONTRACT|TIMEOUT (cause of a failure);
   · law not defined for the dtype. Max ULP per law: the JSON report."""
 
 _CELL = 8
-
-
-def wrap(
-    text: str, width: int = WIDTH, *, hang: str = "  ", keep: tuple[str, ...] = KEEP, reflow: bool = False
-) -> list[str]:
-    """``text`` in lines of at most ``width`` columns: each line wrapped at its own indentation, continuations
-    indented by ``hang`` more; lines starting with ``keep`` (commands) left whole. ``reflow``: consecutive lines of
-    a paragraph are joined first (a docstring); lines indented by 4 or more (formulas) are never joined."""
-    lines = text.splitlines()
-    if reflow:
-        lines = _paragraphs(lines)
-    out = []
-    for line in lines:
-        body = line.strip()
-        lead = line[: len(line) - len(line.lstrip())]
-        if not body or body.startswith(keep):
-            out.append(line.rstrip())
-            continue
-        out += textwrap.wrap(
-            body, width, initial_indent=lead, subsequent_indent=lead + hang, break_on_hyphens=False
-        ) or [lead]
-    return out
-
-
-def _paragraphs(lines: list[str]) -> list[str]:
-    """Join each paragraph's lines into one; blank lines and lines indented by 4 or more stay as they are."""
-    out: list[str] = []
-    for line in lines:
-        verbatim = line.startswith("    ") or not line.strip()
-        if not verbatim and out and out[-1].strip() and not out[-1].startswith("    "):
-            out[-1] = f"{out[-1]} {line.strip()}"
-        else:
-            out.append(line.rstrip() if verbatim else line.strip())
-    return out
 
 
 def shell_lines(command: str, width: int = WIDTH, indent: str = "    ") -> list[str]:
@@ -160,7 +129,7 @@ def check_header(info: SubjectInfo, selection: Selection, planned: int) -> str:
         f"  profile {selection.profile}{seeded}, devices {', '.join(selection.devices)}, {planned} law runs",
     ]
     lines += wrap(f"  skipped: {info.skip_reason}") if info.skip_reason else []
-    for component, declared in parse_all(info.conventions, COMPONENTS).items():
+    for component, declared in parse_all(info.conventions, records.names()).items():
         if component in info.provided and declared.summary():
             lines += wrap(f"  declared {component}: {declared.summary()}")
     return "\n".join(lines)
@@ -225,6 +194,52 @@ def summary_line(results: Sequence[LawResult], seconds: float) -> str:
         f"{n['passed']} passed, {n['failed']} failed, {n['skipped']} skipped, {n['error']} errors{expected} — "
         f"{len(results)} results in {seconds:.1f} s"
     )
+
+
+# The HTML report's cell classes (results.Verdict.css, templates/compare.html) as terminal colours: the same class,
+# the same meaning (green passed with room, or on a law that attains its bound; yellow-green < 0.9 of the bound;
+# amber ≥ 0.9; red failed; white on red a suite error; magenta an expected failure; dim skipped).
+ANSI = {
+    "ok": "32", "pb": "32", "p0": "32", "p1": "92", "p2": "33", "f": "1;31", "er": "1;97;41", "xf": "35",
+    "xp": "1;33", "sk": "2", "na": "2", "none": "2",
+}  # fmt: skip
+
+
+def colour(text: str, css: str, on: bool) -> str:
+    """``text`` in the terminal colour of the HTML class ``css`` (``on``: the stream is a terminal, NO_COLOR unset)."""
+    return f"\x1b[{ANSI[css]}m{text}\x1b[0m" if on and css in ANSI else text
+
+
+def wants_colour(stream: TextIO) -> bool:
+    """Colour only on a terminal, and never where $NO_COLOR is set or TERM is dumb (https://no-color.org)."""
+    return (
+        bool(getattr(stream, "isatty", lambda: False)())
+        and not os.environ.get("NO_COLOR")
+        and (os.environ.get("TERM") != "dumb")
+    )
+
+
+def compare_verdicts(report: dict[str, Any], *, colours: bool = False, width: int = WIDTH) -> list[str]:
+    """compare's first lines: one verdict per implementation — PASS / FAIL / ERROR / UNAVAILABLE coloured as its
+    most alarming cell is in the HTML report, the laws passed, and that cell (law, dtype, headroom)."""
+    lines = []
+    multi = len(report["meta"]["devices"]) > 1
+    for v in impl_verdicts(report):
+        detail = f"could not be imported: {v.reason}" if v.word == "UNAVAILABLE" else v.laws_text
+        if v.worst is not None and v.worst[3].headroom is not None:
+            law_id, dtype, device, cell = v.worst
+            where = f"{law_id.split('.', 1)[-1]} {dtype}{' ' + device if multi else ''}"
+            if cell.css == "f":
+                detail += f"; worst: {where}, failed by {headroom_text(cell.headroom, failed=True)}"
+            else:
+                detail += f"; max headroom {headroom_text(cell.headroom)}{'*' if v.attained else ''} ({where})"
+        head = f"{v.word:<4} {v.spec}: "
+        body = wrap(head + detail, width - 1, hang="     ")
+        body[0] = colour(v.word, v.css, colours) + body[0][len(v.word) :]
+        lines += body
+    if any(v.attained for v in impl_verdicts(report)):
+        lines.append("* laws whose bound a correct result reaches by design (near 1) aside")
+    return lines
 
 
 def law_list(laws: Iterable[Law]) -> str:

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import golden
 import nanolm_core
 from properties.library import baselines, protocols
+from properties.library import regimes as R
 from properties.library import strategies as S
 from properties.library.assertions import (
     as_f64,
@@ -47,6 +48,7 @@ ZEROED = ("attn.wo.weight", "ffn.w_down.weight")
 @given(data=st.data())
 @example(data=S.SHARP_BLOCK_PINS["GQA H=4 G=2"])
 @S.pinned(S.LOGIT_PINS)
+@S.pinned(R.MAGNITUDE_PINS)
 @protocols.honoured(protocols.FORWARD, pin=S.PROTOCOL_PINS["Block"])
 def block_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """|out − golden| ≤ bounds.block elementwise for the pre-norm block (GQA with G = 1, G = H and 1 < G < H; sharp
@@ -94,6 +96,7 @@ def _reference(
 @law("Block", cost=2)
 @given(data=st.data())
 @example(data=S.BACKWARD_PINS[f"T={S.BACKWARD_T}"])
+@S.pinned(R.MAGNITUDE_PINS)
 @protocols.honoured(protocols.GRADIENT, pin=S.PROTOCOL_PINS["Block"])
 def block_jacobian_is_identity_plus_branch(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """vᵀ∂out/∂x = vᵀ(I + J_branch) matches the fp64 derivative within 2·(the baselines' largest error) + 4·u·‖vᵀJ‖∞."""

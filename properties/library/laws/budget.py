@@ -13,6 +13,7 @@ from properties.library.context import count_examples
 from properties.library.subject import Implementation
 from properties.library.table import law
 
+AXIS = "parameter budget: the sizes a ModelConfig implies"  # its column in the matrix
 DType = torch.dtype
 
 

@@ -1,7 +1,8 @@
 """Laws across devices: on every accelerator present, each component agrees with itself on the CPU.
 
-They run on a non-CPU device only (tag "accelerator"): the same inputs and weights, once on the device and once
-on the CPU, each output within its own derived bound of one golden value, so they differ by at most the sum.
+One generic family (``families``), one law per component record: ``<Component>.<component>_agrees_with_the_cpu``.
+They run on a non-CPU device only (tag "accelerator"): the same inputs and weights, once on the device and once on
+the CPU, each output within its own derived bound of one golden value, so they differ by at most the sum.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from properties.library import strategies as S
+from properties.library import components
 from properties.library.assertions import assert_close
-from properties.library.harness import block_forward, note, rmsnorm_forward, swiglu_forward
+from properties.library.families import family, named
+from properties.library.harness import note
 from properties.library.subject import Implementation
 from properties.library.table import law
 from properties.numerics import bounds
@@ -21,34 +23,19 @@ DType = torch.dtype
 Data = st.DataObject
 
 
-@law("RMSNorm", tags=("accelerator",))
-@given(data=st.data())
-def rmsnorm_agrees_with_the_cpu(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
-    """On an accelerator, |f_device(x) − f_cpu(x)| ≤ 2·bounds.rmsnorm (both within their bound of one golden)."""
-    c = data.draw(S.rmsnorm_cases(dtype), label="case")
-    note(c)
-    here, cpu = (rmsnorm_forward(impl, c.x, c.weight, c.eps, dtype, d) for d in (device, "cpu"))
-    b = bounds.between(bounds.rmsnorm(c.x, c.weight, c.eps, dtype))
-    assert_close(here, cpu, b, what=f"{device} vs cpu", expected_name="cpu")
+@family("devices", axis="devices: every accelerator against the CPU")
+def _devices(rec: components.Component) -> tuple[str, ...]:
+    def agrees_with_the_cpu(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
+        c = rec.as_case(data.draw(rec.cases(dtype), label="case"))
+        note(c)
+        here, cpu = (rec.forward(impl, c, dtype, d) for d in (device, "cpu"))
+        for name, a, b, bound in zip(rec.outputs, here, cpu, rec.bounds(c, dtype, random_weights=True), strict=True):
+            assert_close(a, b, bounds.between(bound), what=f"{name}: {device} vs cpu", expected_name="cpu")
 
-
-@law("SwiGLU", tags=("accelerator",))
-@given(data=st.data())
-def swiglu_agrees_with_the_cpu(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
-    """On an accelerator, |f_device(x) − f_cpu(x)| ≤ 2·bounds.swiglu (both within their bound of one golden)."""
-    c = data.draw(S.swiglu_cases(dtype), label="case")
-    note(c)
-    here, cpu = (swiglu_forward(impl, c.x, c.params, dtype, d) for d in (device, "cpu"))
-    b = bounds.between(bounds.swiglu(c.x, c.w_gate, c.w_up, c.w_down, dtype, random_weights=True))
-    assert_close(here, cpu, b, what=f"{device} vs cpu", expected_name="cpu")
-
-
-@law("Block", tags=("accelerator",))
-@given(data=st.data())
-def block_agrees_with_the_cpu(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
-    """On an accelerator, |f_device(x) − f_cpu(x)| ≤ 2·bounds.block (both within their bound of one golden)."""
-    c = data.draw(S.block_cases(dtype), label="case")
-    note(c)
-    here, cpu = (block_forward(impl, c.x, c.config, c.params, dtype, d) for d in (device, "cpu"))
-    b = bounds.between(bounds.block(c.x, c.params, c.config, dtype, random_weights=True))
-    assert_close(here, cpu, b, what=f"{device} vs cpu", expected_name="cpu")
+    statement = (
+        f"On an accelerator, |f_device − f_cpu| ≤ 2·bound for every output of {rec.name} (both within their bound "
+        "of one golden value)."
+    )
+    fn = named(agrees_with_the_cpu, f"{rec.snake}_agrees_with_the_cpu", statement)
+    law(rec.name, tags=("accelerator",))(given(data=st.data())(fn))
+    return (f"{rec.name}.{fn.__name__}",)

@@ -36,6 +36,7 @@ from properties.library.subject import Implementation
 from properties.library.table import law
 from properties.numerics import bounds
 
+AXIS = "domain limits: inputs up to and past the compute dtype's range"  # its column in the matrix
 DType = torch.dtype
 Data = st.DataObject
 

@@ -39,6 +39,7 @@ from properties.library.subject import Implementation
 from properties.library.table import law
 from properties.numerics import bounds
 
+AXIS = "module lifecycle: reload, in-place update, repeated calls, several instances"  # its column in the matrix
 DType = torch.dtype
 Data = st.DataObject
 

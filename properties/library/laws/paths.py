@@ -36,6 +36,7 @@ from properties.library.subject import Implementation
 from properties.library.table import law
 from properties.numerics import bounds
 
+AXIS = "code-path sizes: row counts and widths where kernels switch path"  # its column in the matrix
 DType = torch.dtype
 NAMES = ("w_gate.weight", "w_up.weight", "w_down.weight")
 

@@ -24,6 +24,7 @@ from properties.library.harness import block_forward, note
 from properties.library.subject import Implementation
 from properties.library.table import law
 
+AXIS = "the sequence dimension: every earlier token reaches every later one"  # its column in the matrix
 DType = torch.dtype
 Data = st.DataObject
 

@@ -27,6 +27,7 @@ from properties.library.subject import Implementation
 from properties.library.table import law
 from properties.numerics import bounds
 
+AXIS = "the stored golden corpus: realistic sizes, long sequences"  # its column in the matrix
 DType = torch.dtype
 
 

@@ -1,0 +1,525 @@
+"""The generic axes of a call: law families written once over the component records (``components.RECORDS``).
+
+PyTorch runs the same generic tests over every module (``ModuleInfo``, ``test/test_modules.py``) and every operator
+(``OpInfo``, ``test_ops.py``); these families are ours (docs/laws.md, "The axes of a call", lists every axis and
+the laws that walk it). Each is a ``families`` family: one law per component record, ``<component>_<suffix>`` (at
+import, for every record; a component added later by ``components.register`` gets them by ``families.apply``);
+where a family cannot apply, its ``reason`` says why, derived from the record (the matrix prints it).
+
+    call contexts     the module called under each context a framework sets (``regimes.call_contexts``: threads,
+                      deterministic algorithms, autograd recording, inference_mode, CPU autocast bf16, all at once):
+                      every output matches golden within its bound — under autocast an output is in the input dtype
+                      or the autocast dtype, judged within the bound of the autocast dtype on inputs exact in it;
+                      under deterministic algorithms a second call is bitwise the first
+    mixed dtypes      fp32 master parameters, bf16 inputs (a component whose parameters are all norm gains: a
+                      linear layer's input must be in its weight's dtype, so mixed precision reaches SwiGLU and the
+                      Block through autocast): the output in the input dtype or the promoted one (HF Llama returns
+                      the promoted fp32), every element within the input dtype's bound of golden for γ as loaded or
+                      for γ rounded to the input dtype (torch's and HF's casts)
+    second order      fp64 gradgradcheck through the module, for every non-empty subset of its outputs
+    output subsets    (more than one output) the gradient for cotangents of a proper subset of the outputs, the
+                      others unused (cotangent None), matches the golden VJP with zero cotangents there
+    storage reuse     a second call whose inputs live in the memory the first call's inputs were freed from (new
+                      tensor objects, the same data_ptr) matches golden for its own values
+    magnitudes        inputs with massive channels (±2^7 … 2^13 in fixed channels: ``regimes.massive_inputs``):
+                      outputs, and the gradients where a golden VJP exists, match golden within the bounds
+    lifecycle moves   copy.deepcopy, a pickle round trip, the state_dict's names and values and its load into
+                      another instance, ``.to(fp64).to(dtype)``, ``to_empty`` (its uninitialised memory NaN, as a
+                      meta-device build leaves it) + ``reset_parameters()`` where defined + load_state_dict: each
+                      matches golden
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+import pickle
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from torch.autograd.gradcheck import GradcheckError
+
+from properties.adapters.kit import DtypeNotSupported
+from properties.library import contexts, families, harness, regimes
+from properties.library import strategies as S
+from properties.library.assertions import (
+    assert_bitwise_equal,
+    assert_matches_golden,
+    fail,
+    golden_agreement,
+)
+from properties.library.components import Case, Component
+from properties.library.context import NotApplicable, StubNotImplemented, describe, measure
+from properties.library.table import law
+
+__all__ = ["AXES", "Axis", "gradgradcheck", "law_id", "not_applicable"]
+
+DType = torch.dtype
+Data = st.DataObject
+GRADGRAD_STEP, GRADGRAD_ATOL = 1e-6, 1e-5  # gradcheck's own (harness.GRADCHECK_*): fp64 finite differences
+# What torch's autograd raises for one of its own operators that has no double-backward formula (derivatives.yaml:
+# SDPA's fused CPU kernels, for one): a documented gap of torch, as loud as NotImplementedError — skipped with it.
+# (A subject's autograd Function whose backward is not differentiable — computed under no_grad, from detached
+# tensors, or marked @once_differentiable — fails the check itself: zero analytical second derivatives.)
+_NO_FORMULA = re.compile(r"derivative for aten::\w+ is not implemented")
+
+
+@dataclasses.dataclass(frozen=True)
+class Axis:
+    """One generic axis: its family name (the matrix column), what it walks, the suffix of its law ids, the law body
+    for a record, where it runs, and when it cannot apply (``reason(record)``: None where it applies)."""
+
+    name: str
+    axis: str
+    suffix: str
+    make: Callable[[Component], Callable[..., Any]]  # the law body for a record (``(impl, dtype, device, data)``)
+    dtypes: tuple[DType, ...]
+    cost: int
+    reason: Callable[[Component], str | None] | None = None
+
+
+# ---------------------------------------------------------------------------------------------- shared steps
+def _as(case: Case, dtype: DType) -> Case:
+    """The same values held in ``dtype`` (exact: ``dtype`` is at least as wide as the case's)."""
+    return dataclasses.replace(
+        case,
+        inputs=tuple(t.to(dtype) for t in case.inputs),
+        params={k: v.to(dtype) for k, v in case.params.items()},
+    )
+
+
+def _on(case: Case, device: str) -> tuple[torch.Tensor, ...]:
+    return tuple(t.to(device) for t in case.inputs)
+
+
+def _judge(
+    record: Component,
+    outs: tuple,
+    case: Case,
+    dtype: DType,
+    when: str,
+    *,
+    record_ulps: bool = True,
+    memo: dict[Any, Any] | None = None,
+) -> None:
+    """Every output within its bound (in ``dtype``) of its golden value (``memo``: golden values and bounds kept
+    across the calls of one case)."""
+    __tracebackhide__ = True
+    memo = {} if memo is None else memo
+    if "golden" not in memo:
+        memo["golden"] = record.golden(case)
+    if dtype not in memo:
+        memo[dtype] = record.bounds(case, dtype, random_weights=True)
+    golds, bnds = memo["golden"], memo[dtype]
+    for name, out, gold, b in zip(record.outputs, outs, golds, bnds, strict=True):
+        assert_matches_golden(out.detach(), gold, b, what=f"{name} {when}".strip(), record=record_ulps)
+
+
+def _outputs_shaped(record: Component, outs: tuple, x: torch.Tensor, dtypes: tuple[DType, ...], when: str) -> None:
+    """Every output has x's shape and device and one of ``dtypes`` (this law's own assertion)."""
+    __tracebackhide__ = True
+    for name, out in zip(record.outputs, outs, strict=True):
+        problems = []
+        if tuple(out.shape) != tuple(x.shape):
+            problems.append(f"shape {tuple(out.shape)} ≠ {tuple(x.shape)}")
+        if out.dtype not in dtypes:
+            problems.append(f"dtype {out.dtype} not one of {', '.join(map(str, dict.fromkeys(dtypes)))}")
+        if out.device.type != x.device.type:
+            problems.append(f"device {out.device} ≠ {x.device}")
+        if problems:
+            fail(f"{record.name} output {name} {when}: " + "; ".join(problems))
+
+
+def _subsets(n: int, *, proper: bool = False) -> list[tuple[int, ...]]:
+    """The non-empty subsets of range(n), smallest first (``proper``: without the whole)."""
+    sizes = range(1, n if proper else n + 1)
+    return [s for k in sizes for s in itertools.combinations(range(n), k)]
+
+
+def _params_of(record: Component, module: torch.nn.Module) -> list[torch.Tensor]:
+    """The module's parameters under the contract's names, in the record's order (a missing one: contract)."""
+    params = dict(module.named_parameters())
+    missing = [n for n in record.params if n not in params]
+    if missing:
+        fail(f"{record.name} has no parameter {', '.join(missing)} (named_parameters: {sorted(params)})", "contract")
+    return [params[n] for n in record.params]
+
+
+def _seeded(shape: tuple[int, ...], dtype: DType, seed: int) -> torch.Tensor:
+    rng = np.random.default_rng(seed)
+    return torch.from_numpy(rng.standard_normal(shape) + 0.25).to(dtype)
+
+
+# ---------------------------------------------------------------------------------------------- call contexts
+def _contexts(record: Component) -> Callable[..., Any]:
+    def body(impl: Any, dtype: DType, device: str, data: Data) -> None:
+        wide = dtype == torch.float32  # drawn exact in bf16: autocast's cast of the inputs is then exact
+        case = data.draw(record.cases(torch.bfloat16 if wide else dtype, max_dim=64), label="case")
+        case = _as(case, dtype) if wide else case
+        harness.note(case)
+        module = record.build(impl, case, dtype, device)
+        inputs, memo = _on(case, device), {}
+        for ctx in regimes.call_contexts(dtype):
+            describe(call_context=str(ctx))
+            when = f"under {ctx}"
+            with contexts.within(ctx):
+                outs = record.call(module, inputs, grad=ctx.grad == "enabled", check=ctx.autocast is None)
+            judged = dtype
+            if ctx.autocast is not None:  # an op autocast lists may run in its dtype: judged at that precision
+                judged = ctx.autocast_dtype
+                _outputs_shaped(record, outs, inputs[0], (dtype, judged), when)
+            _judge(record, outs, case, judged, when, record_ulps=ctx == contexts.PLAIN, memo=memo)
+            if ctx.deterministic:
+                with contexts.within(ctx):
+                    again = record.call(module, inputs, grad=ctx.grad == "enabled", check=False)
+                for name, a, b in zip(record.outputs, outs, again, strict=True):
+                    why = "deterministic algorithms: the same call twice gives the same bits"
+                    assert_bitwise_equal(b.detach(), a.detach(), what=f"{name} of a second call {when}", why=why)
+
+    body.__doc__ = (
+        f"{record.name} called under each context a framework sets — {_SEVERAL} intra-op threads, deterministic "
+        "algorithms (a second call bitwise the first), autograd recording, inference_mode, CPU autocast bf16 (fp32 "
+        "inputs: each output in the input dtype or bf16, judged within the bf16 bound on inputs exact in bf16), all "
+        "at once — matches golden within its bound."
+    )
+    return body
+
+
+_SEVERAL = regimes.SEVERAL_THREADS
+
+
+# ---------------------------------------------------------------------------------------------- mixed dtypes
+def _mixed_reason(record: Component) -> str | None:
+    if record.params and set(record.params) <= set(record.gains):
+        return None
+    return (
+        "its parameters include nn.Linear weights, and a linear layer requires its input in its weight's dtype "
+        "(torch raises): mixed precision reaches it through autocast (the call-context family)"
+    )
+
+
+def _master(values: torch.Tensor, dtype: DType, seed: int) -> torch.Tensor:
+    """fp32 master weights near ``values`` that ``dtype`` cannot hold: each moved ¼–¾ of the way to its neighbour in
+    ``dtype`` (away from zero)."""
+    t = values.to(dtype).contiguous()
+    neighbour = (t.view(torch.int16) + 1).view(dtype).double()
+    v = t.double()
+    neighbour = torch.where(torch.isfinite(neighbour), neighbour, v)
+    frac = torch.from_numpy(np.random.default_rng(seed).uniform(0.25, 0.75, tuple(v.shape)))
+    return (v + (neighbour - v) * frac).to(torch.float32)
+
+
+def _mixed(record: Component) -> Callable[..., Any]:
+    def body(impl: Any, dtype: DType, device: str, data: Data) -> None:
+        case = data.draw(record.cases(dtype, max_dim=64), label="case")
+        seed = data.draw(st.integers(0, 2**32 - 1), label="master weight seed")
+        harness.note(case)
+        master = {k: _master(v, dtype, seed + i) for i, (k, v) in enumerate(case.params.items())}
+        exact = case.with_params(master)  # the parameters as loaded: fp32
+        rounded = case.with_params({k: v.to(dtype).to(torch.float32) for k, v in master.items()})  # cast to x's
+        module = record.build(impl, exact, torch.float32, device)  # fp32 parameters (master weights)
+        inputs = _on(case, device)
+        outs = record.call(module, inputs, check=False)
+        when = "with fp32 parameters"
+        _outputs_shaped(record, outs, inputs[0], (dtype, torch.promote_types(dtype, torch.float32)), when)
+        golds = [record.golden(c) for c in (exact, rounded)]
+        bnds = [record.bounds(c, dtype) for c in (exact, rounded)]
+        for k, (name, out) in enumerate(zip(record.outputs, outs, strict=True)):
+            y = out.detach()
+            agree = [golden_agreement(y.cpu(), g[k], b[k], y.dtype) for g, b in zip(golds, bnds, strict=True)]
+            which = next((i for i, a in enumerate(agree) if a.all()), None)
+            if which is None and (agree[0] | agree[1]).all():
+                measure(f"{name} {when}", "each element one of the two γ conventions, neither throughout")
+                continue  # every element is a correct result for one of the accepted conventions
+            what = f"{name} {when}" + (" (γ rounded to the input dtype)" if which == 1 else "")
+            which = which or 0  # (neither explains every element: judged, and failed, against γ as loaded)
+            assert_matches_golden(y, golds[which][k], bnds[which][k], what=what)
+
+    body.__doc__ = (
+        f"{record.name} with fp32 master parameters (values no 16-bit dtype holds) called on bf16 inputs returns each "
+        "output in the input dtype or the promoted one (HF Llama's fp32), every element within the input dtype's "
+        "bound of golden for the parameters as loaded or as rounded to the input dtype (torch's, HF's cast)."
+    )
+    return body
+
+
+# ---------------------------------------------------------------------------------------------- second order
+def gradgradcheck(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...], *, component: str, what: str) -> None:
+    """torch.autograd.gradgradcheck (fp64, finite differences of the first derivative); a mismatch — including a
+    first derivative that is not itself differentiable — is the implementation's failure (cause law)."""
+    __tracebackhide__ = True
+    try:
+        ok = torch.autograd.gradgradcheck(
+            fn, inputs, eps=GRADGRAD_STEP, atol=GRADGRAD_ATOL, rtol=1e-3, fast_mode=True, raise_exception=True
+        )
+    except DtypeNotSupported as exc:
+        raise NotApplicable(f"dtype not supported: {component}: {exc}") from None
+    except NotImplementedError as exc:
+        raise StubNotImplemented(f"not implemented: {component} double backward: {exc}") from None
+    except GradcheckError as exc:
+        fail(f"{component}: fp64 gradgradcheck of {what} failed (second derivative ≠ finite differences of the "
+             f"first): {str(exc)[:800]}")  # fmt: skip
+    except AssertionError:
+        raise
+    except RuntimeError as exc:
+        if _NO_FORMULA.search(str(exc)):  # torch's own op has no double-backward formula: torch says so, loudly
+            raise NotApplicable(f"double backward not supported by torch: {component}: {exc}") from None
+        fail(f"{component}: double backward of {what} raised RuntimeError: {exc}", "crash")
+    except Exception as exc:
+        fail(f"{component}: double backward of {what} raised {type(exc).__name__}: {exc}", "crash")
+    if not ok:
+        fail(f"{component}: fp64 gradgradcheck of {what} failed")
+
+
+def _second_order(record: Component) -> Callable[..., Any]:
+    def body(impl: Any, dtype: DType, device: str, data: Data) -> None:
+        case = data.draw(record.cases(dtype, max_dim=16), label="case")
+        seed = data.draw(st.integers(0, 2**32 - 1), label="input seed")
+        # inputs of unit scale, N(0.25, 1): a finite difference of step 1e-6 resolves the function there (near a zero
+        # row the norm's curvature lives at the scale √eps, which may be 1e-6 itself: no derivative check can judge)
+        case = case.with_inputs(tuple(_seeded(tuple(t.shape), dtype, seed + i) for i, t in enumerate(case.inputs)))
+        harness.note(case)
+        module = record.build(impl, case, dtype, device)
+        n = len(record.inputs)
+        leaves = (
+            *(t.to(device).requires_grad_(True) for t in case.inputs),
+            *(case.params[p].to(device).requires_grad_(True) for p in record.params),
+        )
+
+        def outputs(*ts: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            out = torch.func.functional_call(module, dict(zip(record.params, ts[n:], strict=True)), tuple(ts[:n]))
+            return (out,) if len(record.outputs) == 1 else tuple(out)
+
+        for subset in _subsets(len(record.outputs)):
+            names = ", ".join(record.outputs[i] for i in subset)
+
+            def f(*ts: torch.Tensor, subset: tuple[int, ...] = subset) -> tuple[torch.Tensor, ...]:
+                outs = outputs(*ts)
+                return tuple(outs[i] for i in subset)
+
+            gradgradcheck(f, leaves, component=record.name, what=f"({names}) w.r.t. {', '.join(record.differentiable)}")
+
+    body.__doc__ = (
+        f"In fp64 the second derivatives of {record.name} (the derivative of its backward: gradient penalties, "
+        "Hessian–vector products) agree with finite differences of its first (torch.autograd.gradgradcheck on every "
+        "input and parameter, for every non-empty subset of its outputs; inputs of unit scale)."
+    )
+    return body
+
+
+# ---------------------------------------------------------------------------------------------- output subsets
+def _subsets_reason(record: Component) -> str | None:
+    if len(record.outputs) < 2:
+        return "one output: its only non-empty subset is the whole, which the gradient laws differentiate"
+    if record.vjp_of is None:
+        return "no gradient oracle in its record"
+    return None
+
+
+def _output_subsets(record: Component) -> Callable[..., Any]:
+    def body(impl: Any, dtype: DType, device: str, data: Data) -> None:
+        case = data.draw(record.cases(dtype, max_dim=64), label="case")
+        harness.note(case)
+        module = record.build(impl, case, dtype, device)
+        x = case.inputs[0]
+        for subset in _subsets(len(record.outputs), proper=True):
+            used = ", ".join(record.outputs[i] for i in subset)
+            inputs = tuple(t.to(device).requires_grad_(True) for t in case.inputs)
+            wrt = [*inputs, *_params_of(record, module)]
+            outs = record.call(module, inputs, grad=True)
+            n = len(record.outputs)
+            cots = tuple(S.cotangent(tuple(x.shape), dtype, 7 + i) if i in subset else None for i in range(n))
+            got = harness.backward(
+                tuple(outs[i] for i in subset), tuple(cots[i].to(device) for i in subset), wrt, component=record.name
+            )
+            expected = record.vjp(case, cots, dtype)
+            for name, g in zip(record.differentiable, got, strict=True):
+                gold, b = expected[name]
+                what = f"∂/∂{name} with only ({used}) differentiated" + (" (no gradient: zeros)" if g is None else "")
+                actual = torch.zeros_like(case.params.get(name, x)) if g is None else g
+                assert_matches_golden(actual, gold, b, what=what, record=False)
+
+    body.__doc__ = (
+        f"Differentiating a proper subset of {record.name}'s outputs (the others unused, their cotangent None: "
+        "AddRMSNorm called for y with h unused, or for h alone) gives the golden VJP with zero cotangents there, for "
+        "every input and parameter."
+    )
+    return body
+
+
+# ---------------------------------------------------------------------------------------------- storage reuse
+def _storage_reuse(record: Component) -> Callable[..., Any]:
+    def body(impl: Any, dtype: DType, device: str, data: Data) -> None:
+        case = data.draw(record.cases(dtype, max_dim=64, min_rows=2), label="case")
+        seed = data.draw(st.integers(0, 2**32 - 1), label="first input seed")
+        harness.note(case)
+        module = record.build(impl, case, dtype, device)
+        first = tuple(_seeded(tuple(t.shape), dtype, seed + i).to(device) for i, t in enumerate(case.inputs))
+        storages = [t.untyped_storage() for t in first]
+        record.call(module, first)
+        del first  # freed: the next inputs land in the same memory
+        reused = []  # new tensor objects over the freed memory, as an allocator hands it to the next tensors
+        for storage, t in zip(storages, case.inputs, strict=True):
+            reused.append(torch.empty(0, dtype=dtype, device=device).set_(storage, 0, t.shape).copy_(t.to(device)))
+        outs = record.call(module, tuple(reused))
+        _judge(record, outs, case, dtype, "of a call whose inputs reuse the memory of the previous call's")
+
+    body.__doc__ = (
+        f"{record.name} called on inputs that live in the memory of the previous call's inputs (freed, handed to the "
+        "next tensors as an allocator does: new tensor objects, the same data_ptr) matches golden for the new values."
+    )
+    return body
+
+
+# ---------------------------------------------------------------------------------------------- magnitudes
+def _magnitudes(record: Component) -> Callable[..., Any]:
+    def body(impl: Any, dtype: DType, device: str, data: Data) -> None:
+        case = data.draw(record.cases(dtype, max_dim=64), label="case")
+        inputs, how = data.draw(regimes.massive_inputs(case.inputs), label="massive channels")
+        big = case.with_inputs(inputs)
+        harness.note(big)
+        describe(**how.describe())
+        module = record.build(impl, big, dtype, device)
+        _judge(record, record.call(module, _on(big, device)), big, dtype, "with massive channels")
+        if record.golden_vjp_of is None:  # no golden VJP (the Block: its derivative oracle is the baselines')
+            return
+        leaves = tuple(t.to(device).requires_grad_(True) for t in big.inputs)
+        wrt = [*leaves, *_params_of(record, module)]
+        outs = record.call(module, leaves, grad=True)
+        cots = tuple(S.cotangent(tuple(o.shape), dtype, 11 + i) for i, o in enumerate(outs))
+        got = harness.backward(outs, tuple(c.to(device) for c in cots), wrt, component=record.name)
+        expected = record.vjp(big, cots, dtype)
+        for name, g in zip(record.differentiable, got, strict=True):
+            if g is None:
+                fail(f"{record.name} backward gives no gradient for {name}")
+            gold, b = expected[name]
+            assert_matches_golden(g, gold, b, what=f"∂/∂{name} with massive channels", record=False)
+
+    body.__doc__ = (
+        f"{record.name} on inputs with massive channels (1–3 fixed channels of every row at ±2^7 … 2^13, as trained "
+        "LLMs' residual streams carry) matches golden within its bound — and so do its gradients where a golden VJP "
+        "exists."
+    )
+    return body
+
+
+# ---------------------------------------------------------------------------------------------- lifecycle moves
+def _reset(module: torch.nn.Module) -> None:
+    """``reset_parameters()`` of every submodule that defines it (what FSDP's meta-device init calls)."""
+    with torch.no_grad():
+        for m in module.modules():
+            if callable(getattr(m, "reset_parameters", None)):
+                m.reset_parameters()
+
+
+def _poison(module: torch.nn.Module) -> None:
+    """Every floating parameter and buffer set to NaN: what the uninitialised memory ``to_empty`` leaves may hold
+    (a meta-device build followed by ``to_empty`` is how large models are materialised: FSDP, HF's low-memory load)."""
+    with torch.no_grad():
+        for t in itertools.chain(module.parameters(), module.buffers()):
+            if t.is_floating_point():
+                t.fill_(float("nan"))
+
+
+def _perturbed(params: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {k: -v.flip(-1) for k, v in params.items()}
+
+
+def _lifecycle(record: Component) -> Callable[..., Any]:
+    def body(impl: Any, dtype: DType, device: str, data: Data) -> None:
+        case = data.draw(record.cases(dtype, max_dim=32), label="case")
+        harness.note(case)
+        ops, inputs, memo = harness.Ops(record.name), _on(case, device), {}
+
+        def check(module: torch.nn.Module, when: str) -> None:
+            _judge(record, record.call(module, inputs), case, dtype, when, record_ulps=False, memo=memo)
+
+        module = record.build(impl, case, dtype, device)
+        check(module, "as built")
+        twin = ops.step("copy.deepcopy(module)", lambda: copy.deepcopy(module))
+        check(twin, "of a copy.deepcopy")
+        other = _perturbed(case.params)  # the copy is a module of its own: new weights in it leave the original be
+        harness.reload(twin, other, dtype, device, record.name)
+        _judge(record, record.call(twin, inputs), case.with_params(other), dtype, "of the copy after loading new "
+               "weights into it", record_ulps=False)  # fmt: skip
+        check(module, "of the original after new weights were loaded into its copy")
+        try:  # a module need not pickle (torch recommends state_dict; a class defined in a function cannot) …
+            saved = pickle.dumps(module)
+        except (pickle.PicklingError, AttributeError, TypeError) as exc:
+            measure("pickle", f"not picklable: {type(exc).__name__}: {exc}")
+        else:  # … but one that does must come back computing the same function
+            check(ops.step("pickle.loads of its pickle", lambda: pickle.loads(saved)), "after a pickle round trip")
+        state = ops.step("state_dict()", module.state_dict)
+        if set(state) != set(record.params):
+            fail(f"{record.name}.state_dict() has keys {sorted(state)}, not the contract's {sorted(record.params)}")
+        for name in record.params:
+            assert_bitwise_equal(state[name], case.params[name], what=f"state_dict()[{name!r}]", why="as loaded")
+        fresh = record.build(impl, case, dtype, device, params=other)
+        ops.step("load_state_dict(another instance's state_dict())", lambda: fresh.load_state_dict(state, strict=True))
+        check(fresh, "after loading another instance's state_dict()")
+        moved = ops.step(f".to(torch.float64).to({dtype})", lambda: module.to(torch.float64).to(dtype))
+        check(moved, f"after .to(torch.float64).to({dtype})")
+        empty = record.build(impl, case, dtype, device, params=_perturbed(case.params))
+        ops.step(f"to_empty(device={device!r})", lambda: empty.to_empty(device=device))
+        _poison(empty)
+        ops.step("reset_parameters() of each submodule defining it", lambda: _reset(empty))
+        harness.reload(empty, case.params, dtype, device, record.name)
+        check(empty, "after to_empty (memory left uninitialised: NaN here), reset_parameters(), load_state_dict")
+
+    body.__doc__ = (
+        f"{record.name} matches golden after each move of its life: copy.deepcopy (new weights loaded into the copy "
+        "change the copy alone), a pickle round trip (where it "
+        "pickles at all), its "
+        "state_dict (the contract's names, the loaded values) loaded into another instance, .to(float64).to(dtype), "
+        "and to_empty (its uninitialised memory NaN) followed by reset_parameters() and load_state_dict."
+    )
+    return body
+
+
+# ---------------------------------------------------------------------------------------------- the families
+FP32, BF16, FP64 = torch.float32, torch.bfloat16, torch.float64
+AXES: tuple[Axis, ...] = (
+    Axis("call contexts", "threads, deterministic algorithms, grad modes, inference_mode, autocast",
+         "holds_in_every_call_context", _contexts, (FP32,), 4),
+    Axis("mixed dtypes", "parameters in another dtype than the input (fp32 master weights)",
+         "accepts_parameters_in_another_dtype", _mixed, (BF16,), 2, _mixed_reason),
+    Axis("second order", "double backward through every output subset",
+         "second_derivatives_pass_gradgradcheck", _second_order, (FP64,), 4),
+    Axis("output subsets", "every proper subset of the outputs differentiated",
+         "differentiates_any_subset_of_outputs", _output_subsets, (FP32, BF16), 2, _subsets_reason),
+    Axis("storage reuse", "inputs in the memory of freed inputs", "ignores_storage_reuse", _storage_reuse, (FP32,), 4),
+    Axis("magnitudes", "massive activations (hundreds to thousands)",
+         "matches_golden_at_real_magnitudes", _magnitudes, (FP32, BF16), 2),
+    Axis("lifecycle moves", "deepcopy, pickle, state_dict, .to, to_empty",
+         "survives_copies_moves_and_to_empty", _lifecycle, (FP32,), 4),
+)  # fmt: skip
+
+
+def not_applicable(record: Component) -> dict[str, str]:
+    """{family name: why it does not apply} for ``record``, over the axes of this module."""
+    return {a.name: why for a in AXES if (why := families.FAMILIES[a.name].not_applicable(record)) is not None}
+
+
+def law_id(record: Component, axis: Axis) -> str:
+    return f"{record.name}.{record.snake}_{axis.suffix}"
+
+
+def _definer(axis: Axis) -> Callable[[Component], tuple[str, ...]]:
+    def define(record: Component) -> tuple[str, ...]:
+        body = axis.make(record)
+        body.__name__ = body.__qualname__ = f"{record.snake}_{axis.suffix}"
+        body.__module__ = __name__
+        law(record.name, dtypes=axis.dtypes, cost=axis.cost, tags=("axis",))(given(data=st.data())(body))
+        return (law_id(record, axis),)
+
+    return define
+
+
+for _axis in AXES:
+    families.family(_axis.name, axis=_axis.axis, reason=_axis.reason)(_definer(_axis))
