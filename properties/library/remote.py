@@ -114,19 +114,25 @@ def _extent(shape: Sequence[int], stride: Sequence[int]) -> int:
     return sum((n - 1) * s for n, s in zip(shape, stride, strict=True)) + 1
 
 
-def _storage_bytes(t: torch.Tensor) -> memoryview:
-    """The bytes of t's storage from element 0 to past its last element (strides and offset kept)."""
-    need = t.storage_offset() + _extent(t.shape, t.stride()) if t.numel() else 0
-    whole = torch.as_strided(t.detach(), (need,), (1,), 0)
-    flat = whole.to("cpu").contiguous()
-    if flat.dtype == torch.bool:
-        flat = flat.view(torch.uint8)
-    return memoryview(flat.view(torch.uint8).numpy()).cast("B")
+_WHOLE_SLACK = 64 << 20  # bytes of a storage beyond what a view spans that still travel with it (the whole storage)
 
 
-def _describe(t: torch.Tensor, bufs: list[Any]) -> dict[str, Any]:
+def _storage_bytes(t: torch.Tensor) -> tuple[memoryview, bool]:
+    """The bytes of t's storage — the whole storage (a view keeps what lies around it: a stride-0 cotangent its NaN
+    buffer), or from element 0 to past its last element where the storage is far larger — and whether whole."""
+    size = t.element_size()
+    need = (t.storage_offset() + _extent(t.shape, t.stride())) * size if t.numel() else 0
+    storage = t.untyped_storage()
+    whole = storage.nbytes() <= 4 * need + _WHOLE_SLACK
+    n = storage.nbytes() if whole else need
+    flat = torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage, 0, (n,), (1,)).to("cpu")
+    return memoryview(flat.numpy()).cast("B"), whole
+
+
+def _describe(t: torch.Tensor, bufs: list[Any], storages: dict[Any, int]) -> dict[str, Any]:
+    """t's description; tensors of one storage in one frame share its buffer (they arrive sharing one storage)."""
     desc: dict[str, Any] = {
-        "__t__": len(bufs),
+        "__t__": None,
         "dtype": str(t.dtype).removeprefix("torch."),
         "shape": list(t.shape),
         "stride": list(t.stride()),
@@ -135,34 +141,52 @@ def _describe(t: torch.Tensor, bufs: list[Any]) -> dict[str, Any]:
         "rg": bool(t.requires_grad),
     }
     if t.device.type == "meta":
-        desc["__t__"] = None
-    else:
-        bufs.append(_storage_bytes(t))
+        return desc
+    key = (t.device.type, t.untyped_storage().data_ptr())
+    desc["key"] = key[1]  # where the storage lies in the sender's memory: its identity (storage reuse, mirrored)
+    if key in storages and t.untyped_storage().data_ptr():
+        desc["__t__"] = storages[key]
+        return desc
+    raw, whole = _storage_bytes(t)
+    desc["__t__"] = len(bufs)
+    bufs.append(raw)
+    if whole:
+        storages[key] = desc["__t__"]
     return desc
 
 
-def pack(value: Any, bufs: list[Any], known: Callable[[torch.Tensor], dict[str, Any] | None] | None = None) -> Any:
+def pack(
+    value: Any,
+    bufs: list[Any],
+    known: Callable[[torch.Tensor], dict[str, Any] | str | None] | None = None,
+    storages: dict[Any, int] | None = None,
+) -> Any:
     """``value`` as JSON-able data, tensors described and their bytes appended to ``bufs``. ``known(t)``: a
     description to send instead of t's bytes (a reference to a tensor the other side already holds), or the rid
     the other side is to keep the tensor under, or None."""
+    storages = {} if storages is None else storages
     if isinstance(value, torch.Tensor):
+        seen = storages.setdefault("objects", {})  # the same tensor object twice in a frame arrives as one object
+        if id(value) in seen:
+            return {"__same__": seen[id(value)][0]}
+        seen[id(value)] = (len(seen), value)
         ref = known(value) if known is not None else None
         if isinstance(ref, dict):
             return ref
-        desc = _describe(value, bufs)
+        desc = _describe(value, bufs, storages)
         if isinstance(ref, str):
             desc["rid"] = ref
         return desc
     if isinstance(value, dict):
-        return {str(k): pack(v, bufs, known) for k, v in value.items()}
+        return {str(k): pack(v, bufs, known, storages) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [pack(v, bufs, known) for v in value]
+        return [pack(v, bufs, known, storages) for v in value]
     if isinstance(value, torch.dtype):
         return {"__dtype__": str(value).removeprefix("torch.")}
     if isinstance(value, torch.device):
         return str(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = {f.name: pack(getattr(value, f.name), bufs, known) for f in dataclasses.fields(value)}
+        fields = {f.name: pack(getattr(value, f.name), bufs, known, storages) for f in dataclasses.fields(value)}
         return {"__config__": type(value).__name__, "fields": fields}
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -175,8 +199,9 @@ def _ints(value: Any, what: str) -> list[int]:
     return value
 
 
-def tensor_of(desc: dict[str, Any], bufs: Sequence[bytearray]) -> torch.Tensor:
-    """A fresh plain tensor from a description and its buffer, every field checked (ProtocolError)."""
+def tensor_of(desc: dict[str, Any], bufs: Sequence[bytearray], local: dict[int, torch.Tensor] | None = None) -> Any:
+    """A fresh plain tensor from a description and its buffer, every field checked (ProtocolError). ``local``: the
+    storages made so far for this frame's buffers (tensors of one buffer share one fresh storage)."""
     dtype = DTYPES.get(desc.get("dtype")) if isinstance(desc.get("dtype"), str) else None
     if dtype is None:
         raise ProtocolError(f"tensor of unknown dtype {str(desc.get('dtype'))[:40]!r}")
@@ -194,17 +219,21 @@ def tensor_of(desc: dict[str, Any], bufs: Sequence[bytearray]) -> torch.Tensor:
     if type(index) is not int or not 0 <= index < len(bufs):
         raise ProtocolError(f"tensor refers to buffer {index!r} of {len(bufs)}")
     size = torch.empty((), dtype=dtype).element_size()
-    numel = math.prod(shape)
-    need = offset + _extent(shape, stride) if numel else 0
+    need = offset + _extent(shape, stride) if math.prod(shape) else 0
     raw = bufs[index]
-    if len(raw) != need * size:
+    if len(raw) < need * size:
         raise ProtocolError(f"tensor {tuple(shape)} {dtype} needs {need * size} bytes of storage, got {len(raw)}")
-    storage = torch.empty(need, dtype=dtype)
-    if need:
-        storage.view(torch.uint8).copy_(torch.frombuffer(raw, dtype=torch.uint8))
-    if device == "cuda":
-        storage = storage.to("cuda")
-    return torch.as_strided(storage, shape, stride, offset)
+    local = {} if local is None else local
+    if index not in local:  # one fresh storage per buffer: torch.empty, then a byte copy
+        storage = torch.empty(len(raw), dtype=torch.uint8)
+        if len(raw):
+            storage.copy_(torch.frombuffer(raw, dtype=torch.uint8))
+        local[index] = storage.to("cuda") if device == "cuda" else storage
+    base = local[index]
+    if base.device.type != ("cuda" if device == "cuda" else "cpu"):
+        raise ProtocolError("tensors of one buffer on two devices")
+    typed = base[: base.numel() - base.numel() % size].view(dtype)
+    return torch.as_strided(typed, shape, stride, offset)
 
 
 def unpack(
@@ -213,28 +242,39 @@ def unpack(
     resolve: Callable[[dict], Any] | None = None,
     made: Callable[[dict, torch.Tensor], Any] | None = None,
     depth: int = 0,
+    local: dict[int, torch.Tensor] | None = None,
 ) -> Any:
     """The inverse of :func:`pack` (tensors checked and made fresh: :func:`tensor_of`); ``resolve(desc)``: what a
     reference (a dict with "__ref__") stands for; ``made(desc, t)``: told of each tensor made. ProtocolError for
     anything malformed."""
     if depth > MAX_DEPTH:
         raise ProtocolError("header nested too deeply")
+    local = {} if local is None else local
     if isinstance(value, dict):
-        if "__t__" in value:
-            t = tensor_of(value, bufs)
-            return made(value, t) if made is not None else t
-        if "__ref__" in value:
-            if resolve is None:
-                raise ProtocolError("a reference where none may be")
-            return resolve(value)
+        objects = local.setdefault(-1, [])  # type: ignore[arg-type]  (the tensors of this frame, in order)
+        if "__same__" in value:
+            k = value["__same__"]
+            if type(k) is not int or not 0 <= k < len(objects):
+                raise ProtocolError(f"a reference to tensor {str(k)[:20]} of {len(objects)} in the frame")
+            return objects[k]
+        if "__t__" in value or "__ref__" in value:
+            t = tensor_of(value, bufs, local) if "__t__" in value else None
+            if t is None:
+                if resolve is None:
+                    raise ProtocolError("a reference where none may be")
+                t = resolve(value)
+            else:
+                t = made(value, t) if made is not None else t
+            objects.append(t)
+            return t
         if "__dtype__" in value:
             dtype = DTYPES.get(value["__dtype__"]) if isinstance(value["__dtype__"], str) else None
             if dtype is None:
                 raise ProtocolError(f"unknown dtype {str(value['__dtype__'])[:40]!r}")
             return dtype
-        return {k: unpack(v, bufs, resolve, made, depth + 1) for k, v in value.items()}
+        return {k: unpack(v, bufs, resolve, made, depth + 1, local) for k, v in value.items()}
     if isinstance(value, list):
-        return [unpack(v, bufs, resolve, made, depth + 1) for v in value]
+        return [unpack(v, bufs, resolve, made, depth + 1, local) for v in value]
     return value
 
 

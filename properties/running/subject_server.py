@@ -29,6 +29,7 @@ from properties.library.subject import COMPONENTS, Implementation
 
 __all__ = ["Server", "Subject", "main", "stand_in"]
 
+_REUSE_KEPT = 32  # storages remembered by the judge's address (storage reuse mirrored)
 _SNAPSHOT_LIMIT = 1 << 22  # elements of a parameter kept as a copy to see a write that bypasses its version counter
 
 
@@ -74,6 +75,7 @@ class Server:
         self.grads: dict[str, dict[str, Any]] = {}  # handle → name → the state of .grad the judge last saw
         self._count = itertools.count(1)
         self.spans: dict[str, list | None] = {}
+        self.by_key: dict[int, torch.Tensor] = {}  # the judge's storage address → the storage we made for it
 
     # ---- loading
     def info(self, impl: Any) -> dict[str, Any]:
@@ -103,9 +105,7 @@ class Server:
             if rid is None or self.objects.get(rid) is not t:
                 rid = f"s{next(self._count)}"
         self.objects[rid], self.rids[id(t)] = t, rid
-        with torch._C.DisableTorchFunctionSubclass():
-            plain = t.detach()
-        return {"tensor": plain, "rid": rid, "span": _span(t), "rg": bool(t.requires_grad)}
+        return {"tensor": t, "rid": rid, "span": _span(t), "rg": bool(t.requires_grad)}  # one object: one on arrival
 
     def release(self, names: list[Any]) -> None:
         for name in names:
@@ -129,12 +129,32 @@ class Server:
         return t
 
     def _made(self, desc: dict[str, Any], t: torch.Tensor) -> torch.Tensor:
+        t = self._in_place_of_before(desc.get("key"), t)
         if desc.get("rg") and (t.is_floating_point() or t.is_complex()):
             t.requires_grad_(True)
         rid = desc.get("rid")
         if isinstance(rid, str):
             self.objects[rid], self.rids[id(t)] = t, rid
             self.spans[rid] = _span(t)
+        return t
+
+    def _in_place_of_before(self, key: Any, t: torch.Tensor) -> torch.Tensor:
+        """``t`` in the storage that came from the same memory of the judge before, if we still hold it: the judge
+        reusing a storage (or an allocator handing it the same memory again) is the subject seeing the same memory
+        again, as it would in one process. Kept for the latest storages only (``_REUSE_KEPT``)."""
+        if type(key) is not int or not key or t.device.type == "meta":
+            return t
+        base = torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+        old = self.by_key.pop(key, None)
+        if old is not None and old.numel() == base.numel() and old.device == base.device:
+            old.data.copy_(base)  # (through .data: no version bump, as a write into reused memory has none)
+            base = old
+            t = torch.as_strided(base.view(t.dtype) if base.numel() % t.element_size() == 0 else
+                                 base[: base.numel() - base.numel() % t.element_size()].view(t.dtype),
+                                 t.shape, t.stride(), t.storage_offset())  # fmt: skip
+        self.by_key[key] = base
+        while len(self.by_key) > _REUSE_KEPT:
+            self.by_key.pop(next(iter(self.by_key)))
         return t
 
     # ---- modules

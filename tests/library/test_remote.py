@@ -32,6 +32,14 @@ def test_a_tensor_arrives_with_its_values_layout_and_offset(dtype):
         assert type(got) is torch.Tensor and got.dtype == dtype and got.shape == t.shape
         assert got.stride() == t.stride() and got.storage_offset() == t.storage_offset()
         assert torch.equal(got, t) and got.untyped_storage().data_ptr() != t.untyped_storage().data_ptr()
+        assert torch.equal(torch.as_strided(got, (40,), (1,), 0), base)  # the whole storage around the view
+
+
+def test_tensors_of_one_storage_arrive_sharing_one_fresh_storage():
+    base = torch.arange(12.0)
+    a, b, c = _roundtrip([base[:6], base[6:], torch.ones(3)])
+    assert a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() != c.untyped_storage().data_ptr()
+    assert torch.equal(torch.cat([a, b]), base)
 
 
 def test_a_subclass_arrives_as_a_plain_tensor_of_its_bytes():
@@ -54,7 +62,7 @@ def _desc(**change):
         (_desc(dtype="float8"), 16, "unknown dtype"),
         (_desc(dtype=["float32"]), 16, "unknown dtype"),
         (_desc(), 12, "needs 16 bytes"),
-        (_desc(), 20, "needs 16 bytes"),
+        (_desc(offset=1), 16, "needs 20 bytes"),
         (_desc(stride=[2, -1]), 16, "non-negative integers"),
         (_desc(shape=[2, 2.5]), 16, "non-negative integers"),
         (_desc(offset=-1), 16, "inconsistent"),
