@@ -3,7 +3,8 @@
 ``golden.rmsnorm(x, w, eps)`` etc. return a :class:`Golden` (hi + lo double-double, ≥ 100 bits);
 ``g.rounded(dtype)`` is the correctly rounded value. The maths is in :mod:`golden.definitions`, the exact fast
 paths in :mod:`golden.fast`, the evaluation and self-validation in :mod:`golden.framework`, assembled by
-:mod:`golden.engine`; the stored corpus is :mod:`golden.corpus`.
+:mod:`golden.engine`; the stored corpus is :mod:`golden.corpus` (its manifest's hash pinned there), its recipe
+:mod:`golden.recipes`.
 """
 
 from typing import TYPE_CHECKING, Any

@@ -38,10 +38,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from golden import dd, engine
+from golden import dd, engine, recipes
 from golden.formats import FORMATS, fmt
 from golden.framework import Golden
 from golden.layout import DATA_DIR, FAMILIES, MANIFEST
+from golden.recipes import recipe_values  # (the recipe's, re-exported: the corpus format's input values)
 from golden.rounding import round_to_grid
 from nanolm_core import ModelConfig
 
@@ -57,6 +58,10 @@ _EPS_FAMILIES = ("rmsnorm", "add_rmsnorm")  # families whose params hold eps
 DTYPES = tuple(f.long_name for f in FORMATS)  # dtype names in the files: float64, float32, float16, bfloat16
 DIGITS = 34  # significant decimal digits of a golden value: 34·log2(10) ≈ 113 bits
 REGEN_HINT = "regenerate it with `nanolm-verify golden regen --force` (or restore it from git)"
+# The corpus this version judges by: the sha256 of its MANIFEST.json, which holds the sha256 of every family file.
+# A corpus beside the code vouches only for itself (a re-hashed change passes its own manifest); pinned here, a
+# change of the corpus is a reviewed change of this line too. `golden regen` prints the value to put here.
+MANIFEST_SHA256 = "0c891a54b7bca2e5ef6178a868d3c843442e8b8d9e35491678fda8d3f36fd3cd"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -195,33 +200,6 @@ def decode_decimal(values: list[str], shape: list[int]) -> Golden:
     return Golden(hi.reshape(shape), lo.reshape(shape), "corpus", {"method": "corpus"})
 
 
-def recipe_values(
-    seed: int,
-    shape: list[int],
-    dtype: str,
-    scale: float | list[float],
-    mean: float | list[float] | None = None,
-    set_values: list[tuple[int, float]] = (),
-) -> np.ndarray:
-    """Deterministic inputs from a seed: PCG64 raw 64-bit words w → v = (w >> 11)·2^-53 ∈ [0, 1),
-    x = scale·√3·(2v − 1) (uniform, variance scale²) [+ mean], then x[i] = value for each (flat index i, value)
-    of ``set_values``, rounded to nearest-even in ``dtype``. ``scale`` and ``mean`` may be lists, one per
-    index of the first axis (one per row of a (rows, D) input). Only the PCG64 *bit stream* is used (stable
-    across numpy versions by numpy's policy) and our own exact rounding."""
-    n = int(np.prod(shape))
-    raw = np.random.Generator(np.random.PCG64(seed)).bit_generator.random_raw(n)
-    v = (raw >> np.uint64(11)).astype(np.float64) * 2.0**-53
-    lead = (-1,) + (1,) * (len(shape) - 1)
-    s = np.asarray(scale, dtype=np.float64).reshape(lead) if isinstance(scale, list) else scale
-    x = ((2.0 * v - 1.0).reshape(shape) * (s * math.sqrt(3.0))).reshape(-1)
-    if mean is not None:
-        m = np.asarray(mean, dtype=np.float64).reshape(lead) if isinstance(mean, list) else mean
-        x = (x.reshape(shape) + m).reshape(-1)
-    for i, value in set_values:
-        x[i] = value
-    return round_to_grid(x, None, fmt(dtype).dtype).reshape(shape)
-
-
 def sha256_arrays(arrays: Mapping[str, np.ndarray], scalars: Mapping[str, Any] | None = None) -> str:
     """sha256 over the float64 little-endian bytes of each array (sorted by name) and the JSON of the scalars."""
     h = hashlib.sha256()
@@ -319,9 +297,11 @@ def _load_json(path: Path, data: bytes | None = None) -> dict[str, Any]:
     return doc
 
 
-def check_manifest(data_dir: Path = DATA_DIR) -> dict[str, Any]:
-    """Read MANIFEST.json and check its form: it lists exactly the family files, each with a sha256 and a size.
-    (The files themselves are checked by :func:`check_file`.) CorpusError names the manifest and the fix."""
+def check_manifest(data_dir: Path = DATA_DIR, *, pinned: bool = True) -> dict[str, Any]:
+    """Read MANIFEST.json and check its form: it lists exactly the family files, each with a sha256 and a size;
+    ``pinned``: its bytes hash to :data:`MANIFEST_SHA256` (off only for a corpus being built: a regenerated folder
+    before its pin is updated, a test's small corpus). (The files themselves are checked by :func:`check_file`.)
+    CorpusError names the manifest and the fix."""
     path = Path(data_dir) / MANIFEST
     man = _load_json(path)
     files = man.get("files")
@@ -341,6 +321,14 @@ def check_manifest(data_dir: Path = DATA_DIR) -> dict[str, Any]:
         size = meta.get("bytes") if isinstance(meta, dict) else None
         if not ok or not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise _refuse(path, f"entry for {name} must be {{'sha256': 64 hex digits, 'bytes': a size}}, got {meta!r}")
+    if pinned:  # (last: a malformed manifest is told as such first)
+        digest = file_sha256(path)
+        if digest != MANIFEST_SHA256:
+            raise CorpusError(
+                f"{path}: sha256 {digest[:16]}… is not the corpus this version pins (golden/corpus.py "
+                f"MANIFEST_SHA256 {MANIFEST_SHA256[:16]}…): the corpus was changed or swapped; restore it from git, "
+                "or review the change and update the pin with it"
+            )
     return man
 
 
@@ -449,15 +437,60 @@ def _decode_goldens(recs: list[dict[str, Any]], path: Path) -> list[Golden]:
         start += n
         if sha256_arrays({"hi": hi, "lo": lo.reshape(hi.shape)}) != rec["golden_sha256"]:
             raise _refuse(path, f"case {rec['id']!r}: golden values do not hash to the recorded sha256")
+        if not np.isfinite(hi).all():  # every stored case has finite inputs and a finite exact output
+            at = np.unravel_index(int(np.flatnonzero(~np.isfinite(hi))[0]), hi.shape)
+            raise _refuse(
+                path, f"case {rec['id']!r}: golden value at {tuple(map(int, at))} is {float(hi[at])!r}, not finite"
+            )
         out.append(Golden(hi, lo.reshape(hi.shape), "corpus", {"method": "corpus", "case": rec["id"]}))
     return out
 
 
-def load_family(family: str, data_dir: Path = DATA_DIR, manifest: dict[str, Any] | None = None) -> tuple[dict, list]:
-    """(header, cases) of one family, after checking the manifest (unless given) and the file's checksum."""
+@functools.cache
+def recipe(family: str) -> dict[str, dict[str, Any]]:
+    """The cases the recipe (:mod:`golden.recipes`, which ``golden/data/generate.py`` writes) defines for a family:
+    id → {"dtype", "shapes" (input → shape), "recipes" (input → its recipe, for inputs stored so)} — what a stored
+    family must hold, and nothing else."""
+    out = {}
+    for spec in recipes.GENERATORS[family]():
+        dt = spec["dtype"]
+        values = {name: spec[name] for name in INPUTS[family]}
+        out[spec["id"]] = {
+            "dtype": dt,
+            "shapes": {n: list(v.shape) for n, v in values.items()},
+            "recipes": {n: v.spec(dt)["recipe"] for n, v in values.items() if isinstance(v, recipes.Recipe)},
+        }
+    return out
+
+
+def _recipe_problem(family: str, rec: dict[str, Any], expected: dict[str, Any] | None) -> str | None:
+    """What makes a well-formed case record differ from the generator's recipe (None if nothing): an id it does
+    not define, another dtype, an input's shape or recipe, or a golden of another shape than the output's."""
+    if expected is None:
+        return "generate.py defines no such case"
+    if rec["dtype"] != expected["dtype"]:
+        return f"dtype {rec['dtype']} where the recipe has {expected['dtype']}"
+    for name, shape in expected["shapes"].items():
+        spec = rec["inputs"][name]
+        if spec["shape"] != shape:
+            return f"input {name} has shape {spec['shape']} where the recipe has {shape}"
+        if name in expected["recipes"] and spec.get("recipe") != expected["recipes"][name]:
+            return f"input {name}'s recipe {spec.get('recipe')!r} is not the generator's"
+    if rec["golden"]["shape"] != expected["shapes"]["x"]:
+        return f"golden has shape {rec['golden']['shape']}, the output's is {expected['shapes']['x']}"
+    return None
+
+
+def load_family(
+    family: str, data_dir: Path = DATA_DIR, manifest: dict[str, Any] | None = None, *, pinned: bool = True
+) -> tuple[dict, list]:
+    """(header, cases) of one family, after checking the manifest (unless given) and the file's checksum. Every
+    case must be one the generator defines, of its dtype and shapes (before anything is decoded: a huge shape is
+    refused, not allocated); ``pinned`` (see :func:`check_manifest`): every case it defines must be there too."""
     if family not in FAMILIES:
         raise ValueError(f"unknown corpus family {family!r}; expected one of {', '.join(FAMILIES)}")
     path = Path(data_dir) / f"{family}.json"
+    manifest = manifest if manifest is not None else check_manifest(data_dir, pinned=pinned)
     doc = _load_json(path, check_file(family, data_dir, manifest))
     if doc.get("family") != family:
         raise _refuse(path, f"holds family {doc.get('family')!r}, expected {family!r}")
@@ -473,12 +506,19 @@ def load_family(family: str, data_dir: Path = DATA_DIR, manifest: dict[str, Any]
             problem = "the id is not unique"
         if problem:
             raise _refuse(path, f"case {rec.get('id') if isinstance(rec, dict) else '?'!r} is malformed: {problem}")
+        problem = _recipe_problem(family, rec, recipe(family).get(rec["id"]))
+        if problem:
+            raise _refuse(path, f"case {rec['id']!r} is not the recipe's: {problem}")
         seen.add(rec["id"])
         try:
             params = _params(rec["params"])
         except (ValueError, OverflowError) as exc:
             raise _refuse(path, f"case {rec['id']!r}: params cannot be decoded ({exc})") from None
         cases.append(Case(family, rec["id"], rec["description"], fmt(rec["dtype"]).dtype, params, rec, path))
+    missing = [i for i in recipe(family) if i not in seen]
+    if pinned and missing:
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        raise _refuse(path, f"lacks {len(missing)} case(s) of the recipe: {', '.join(missing[:3])}{more}")
     small = [c for c in cases if not c.lazy]  # decode and check now; recipe cases (large) when first used
     for case, g in zip(small, _decode_goldens([c.record for c in small], path), strict=True):
         case._golden = g
@@ -486,16 +526,17 @@ def load_family(family: str, data_dir: Path = DATA_DIR, manifest: dict[str, Any]
     return {k: v for k, v in doc.items() if k != "cases"}, cases
 
 
-def cases(family: str, data_dir: Path = DATA_DIR) -> list[Case]:
-    """The stored cases of a family (``FAMILIES``), after checking MANIFEST.json and the family file's size and
-    sha256. Cases with recipe inputs decode (and check) their values on first use."""
-    return load_family(family, data_dir)[1]
+def cases(family: str, data_dir: Path = DATA_DIR, *, pinned: bool = True) -> list[Case]:
+    """The stored cases of a family (``FAMILIES``), after checking MANIFEST.json (``pinned``: against
+    :data:`MANIFEST_SHA256`) and the family file's size and sha256, and every case against the generator's recipe.
+    Cases with recipe inputs decode (and check) their values on first use."""
+    return load_family(family, data_dir, pinned=pinned)[1]
 
 
-def iter_all(data_dir: Path = DATA_DIR) -> Iterator[Case]:
-    man = check_manifest(data_dir)
+def iter_all(data_dir: Path = DATA_DIR, *, pinned: bool = True) -> Iterator[Case]:
+    man = check_manifest(data_dir, pinned=pinned)
     for fam in FAMILIES:
-        yield from load_family(fam, data_dir, man)[1]
+        yield from load_family(fam, data_dir, man, pinned=pinned)[1]
 
 
 # ---------------------------------------------------------------------------------------- recompute

@@ -16,9 +16,10 @@ and no imports form a cycle (``tests/test_layers.py`` parses every import, top-l
 ``golden`` (the oracle, layer 1) and ``nanolm_core`` (the reference, layer 0) sit below all of these.
 
 Import paths of version 1 (``properties.registry``, ``properties.ulp``, ``properties.bounds``, ``properties.impl``,
-``properties.check``, ``properties.expectations``) are deprecated: each is a small module (``MOVED`` maps them)
-that warns (``DeprecationWarning``) and makes the old name the module it moved to; they go after one minor
-version.
+``properties.check``, ``properties.expectations`` and the other modules 0.1 had at the top: ``MOVED`` maps them)
+are deprecated: each is a small module that warns (``DeprecationWarning``) and makes the old name the module it
+moved to; a public name that moved out of a module that stays (``MOVED_NAMES``: ``hf_llama.causal_mask``) is
+served by that module's ``__getattr__`` with the same warning. They go after one minor version.
 Importing this package installs nothing and imports nothing else.
 """
 
@@ -55,8 +56,42 @@ MOVED = {
     "properties.impl": "properties.running.loading",
     "properties.check": "properties.commands.check",
     "properties.expectations": "properties.running.expectations",
+    # the other modules of 0.1 that moved into the layers (``git log --diff-filter=D``; properties.laws and its
+    # private helpers are the law table's own: internal)
+    "properties.assertions": "properties.library.assertions",
+    "properties.baseline": "properties.commands.baseline",
+    "properties.cli": "properties.entry.cli",
+    "properties.compare": "properties.commands.compare",
+    "properties.plots": "properties.commands.plots",
+    "properties.plugin": "properties.entry.plugin",
+    "properties.profiles": "properties.running.profiles",
+    "properties.strategies": "properties.library.strategies",
+    "properties.teach": "properties.commands.teach",
+}
+# Public names that moved out of a module that stays: {module: {old name: "new.module:new_name"}}. The module's
+# ``__getattr__`` calls :func:`moved_name`, which warns and returns the object under its new name.
+MOVED_NAMES = {
+    "properties.adapters.hf_llama": {
+        "causal_mask": "properties.adapters.hf:causal_mask",  # shared by every HF family (issue 37: no alias)
+        "llama_inputs": "properties.adapters.hf:decoder_inputs",
+    },
 }
 LAYERS |= dict.fromkeys(MOVED, 7)  # the deprecated aliases sit above everything: nothing of ours imports them
+
+
+def moved_name(module: str, name: str) -> object:
+    """A module's ``__getattr__`` for its names that moved (``MOVED_NAMES``): warn (``DeprecationWarning`` at the
+    line that used the old name) and return the object from its new place; AttributeError for any other name."""
+    target = MOVED_NAMES.get(module, {}).get(name)
+    if target is None:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    where, _, new = target.partition(":")
+    warnings.warn(
+        f"{module}.{name} is deprecated: use {where}.{new} (the old name goes after one minor version)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return getattr(importlib.import_module(where), new)
 
 
 def _moved(name: str) -> None:

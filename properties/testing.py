@@ -234,15 +234,16 @@ def _offset_fits(fits: Callable[[dict[str, Any], Conventions], bool], params: di
     return []
 
 
-def _diagnosed(rec: components.Component, case: components.Case, actual: torch.Tensor, declared: Conventions,
+def _diagnosed(rec: components.Component, case: components.Case, outs: tuple[Any, ...], declared: Conventions,
                raw: dict[str, Any], ctx: context.LawContext, name: str) -> list[str]:  # fmt: skip
-    """The library's diagnosis of the one call the assertion judged, as a line and, for a convention, the
-    ``conventions=`` to paste."""
-    if "diagnosis" in rec.not_applicable or len(rec.outputs) != 1:
+    """The library's diagnosis of the one call the assertion judged (recorded as ``context.record_call`` records a
+    call: x, input_1 …, y or the tuple of outputs), as a line and, for a convention, the ``conventions=`` to paste."""
+    if "diagnosis" in rec.not_applicable or any(o is None for o in outs):
         return []
-    call = {"component": rec.name, "x": case.inputs[0].detach().cpu(), "y": actual.detach().cpu(),
-            "state": {k: v.detach().cpu() for k, v in case.params.items()}, "args": case.args,
-            "kwargs": case.kwargs, "module": 0}  # fmt: skip
+    inputs = {("x" if i == 0 else f"input_{i}"): t.detach().cpu() for i, t in enumerate(case.inputs)}
+    given = {"y": outs[0].detach().cpu()} if len(outs) == 1 else {"outputs": tuple(o.detach().cpu() for o in outs)}
+    call = {"component": rec.name, **inputs, **given, "state": {k: v.detach().cpu() for k, v in case.params.items()},
+            "args": case.args, "kwargs": case.kwargs, "module": 0}  # fmt: skip
     found = diagnosis.diagnose([call], declared, law_id=name, mismatch=ctx.recorder.mismatch)
     if found is None:
         return []
@@ -286,8 +287,7 @@ def _forward(
                    if a is not None)  # fmt: skip
 
     judged.suggest = lambda ctx: (
-        _offset_fits(fits, dict(case.params), rec, raw, offset)
-        or _diagnosed(rec, case, first, declared, raw, ctx, name)
+        _offset_fits(fits, dict(case.params), rec, raw, offset) or _diagnosed(rec, case, outs, declared, raw, ctx, name)
     )
     with judged:
         context.describe(**_regime(case))

@@ -23,6 +23,7 @@ from transformers.models.llama.modeling_llama import (
     LlamaRotaryEmbedding,
 )
 
+import properties
 from nanolm_core import ModelConfig
 from properties.adapters import hf
 
@@ -49,6 +50,10 @@ CONVENTIONS = hf.conventions(
     "transformers.models.llama.modeling_llama",
     rmsnorm={**LLAMA_RMSNORM, "source": "transformers.models.llama.modeling_llama.LlamaRMSNorm"},
 )
+
+
+def __getattr__(name: str) -> object:  # names that moved to properties.adapters.hf (properties.MOVED_NAMES)
+    return properties.moved_name(__name__, name)
 
 
 def llama_config(config: ModelConfig) -> LlamaConfig:

@@ -7,14 +7,16 @@
   pull request 812); with an older installed version the component's laws are skipped as "not implemented".
 - Block: not provided (Liger patches whole HF models, it has no decoder layer of its own).
 
-Liger's kernels are Triton and need a CUDA device; ``liger_kernel`` itself is imported lazily (only when a
-component is constructed), so importing this module never fails: on a machine without CUDA or without the
-package, ``SKIP_REASON`` says why and every law is skipped with that reason.
+Liger's kernels are Triton: compiled on a CUDA device, interpreted elsewhere (Triton's interpreter in the workers,
+``properties.running.interpreted``: ``--triton auto``, the default). ``liger_kernel`` itself is imported lazily
+(only when a component is constructed), so importing this module never fails: without the package, ``SKIP_REASON``
+says why and every law is skipped with that reason.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import types
 from typing import Any
 
@@ -25,7 +27,9 @@ from properties.adapters import call_with, hide
 from properties.adapters.hf import LLAMA_MLP
 from properties.adapters.kit import library_params
 
-__all__ = ["CONVENTIONS", "SKIP_REASON", "AddRMSNorm", "RMSNorm", "SwiGLU", "skip_reason"]
+__all__ = ["CONVENTIONS", "SKIP_REASON", "TRITON_KERNELS", "AddRMSNorm", "RMSNorm", "SwiGLU", "skip_reason"]
+
+TRITON_KERNELS = True  # its kernels are Triton: interpreted in the workers where there is no CUDA device
 
 CASTING_MODE = "llama"
 
@@ -42,15 +46,20 @@ CONVENTIONS = {
         "eps_placement": "inside",
         "weight_offset": 0.0,
         "weight_mapping": "identity (LigerRMSNorm.weight)",
-        "backward": "in_place=True (library default): the backward writes dX into the incoming grad_output",
+        "backward": "built with in_place=False: the library's default, in_place=True, writes dX into the caller's "
+        "grad_output (docs/league.md, bench/triton_findings.py), so the laws would judge a cotangent the kernel "
+        "overwrote; no fp64 backward (torch_to_triton_dtype has fp32, fp16, bf16 only: KeyError)",
         "source": "liger_kernel.transformers.rms_norm.LigerRMSNorm",
     },
     "SwiGLU": {
         "formula": "y = down_proj(silu(gate_proj(x)) ⊙ up_proj(x))",
         "rounding": "linears in the module dtype; the fused kernel computes silu(gate) in fp32, rounds it to the "
         "input dtype and multiplies by up (two roundings)",
-        "compute": "module dtype, fp32 inside the silu·mul kernel",
-        "compute_dtype": "input",
+        "compute": "module dtype, fp32 inside the silu·mul kernel (fp64 inputs too: silu(gate) has fp32 accuracy)",
+        "compute_dtype": {"fp64": "fp32"},
+        "backward": "the silu·mul backward writes d(gate) and d(up) into the saved activations' storage (memory "
+        "saving, by design): a second backward through the same graph reads gradients where the activations were "
+        "(not reentrant: fp64 gradcheck's reentrancy check fails)",
         "weight_mapping": "w_gate ↔ gate_proj, w_up ↔ up_proj, w_down ↔ down_proj",
         "source": "liger_kernel.transformers.swiglu.LigerSwiGLUMLP",
     },
@@ -72,11 +81,12 @@ CONVENTIONS = {
 
 
 def skip_reason() -> str | None:
-    """Why Liger cannot run here (None when it can): the package is missing or there is no CUDA device."""
+    """Why Liger cannot run here (None when it can): the package is missing, or there is neither a CUDA device nor
+    Triton's interpreter (``TRITON_INTERPRET=1``, which the suite sets in its workers: ``--triton``)."""
     if importlib.util.find_spec("liger_kernel") is None:
-        return "liger-kernel is not installed (pip install 'nanolm-verify[liger]'; its Triton kernels need CUDA)"
-    if not torch.cuda.is_available():
-        return "liger-kernel's Triton kernels need a CUDA device; none is available"
+        return "liger-kernel is not installed (pip install 'nanolm-verify[triton]')"
+    if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
+        return "liger-kernel's Triton kernels need a CUDA device or Triton's interpreter (--triton interpret)"
     return None
 
 
@@ -93,13 +103,14 @@ def _require() -> Any:
 
 
 class RMSNorm(nanolm_core.RMSNorm):
-    """``LigerRMSNorm``: y = w · fl(x · rsqrt(mean(x²) + eps)), casting mode "llama" (two roundings)."""
+    """``LigerRMSNorm``: y = w · fl(x · rsqrt(mean(x²) + eps)), casting mode "llama" (two roundings); built with
+    ``in_place=False`` (the default writes dX into the caller's grad_output: a finding, docs/league.md)."""
 
     def __init__(self, dim: int, eps: float = 1e-6) -> None:
         lk = _require()
         super().__init__(dim, eps)
         with torch.device("meta"):
-            hide(self, "_liger", lk.LigerRMSNorm(dim, eps=eps, offset=0.0, casting_mode=CASTING_MODE))
+            hide(self, "_liger", lk.LigerRMSNorm(dim, eps=eps, offset=0.0, casting_mode=CASTING_MODE, in_place=False))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return call_with(self._liger, {"weight": self.weight}, x)

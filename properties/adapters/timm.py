@@ -6,17 +6,20 @@
   ``w_down``, fc2(silu(fc1_g(x)) ⊙ fc1_x(x)) in the module dtype (its optional norm is off, dropout 0).
 - Block: not provided (timm's transformer blocks are ViT blocks: LayerNorm, no RoPE, no causal mask).
 
-``import timm`` imports torchvision (``timm.layers.create_norm``). The torchvision wheel that pip resolves next to
-the CPU build of torch pinned by ``constraints/cpu.txt`` does not import beside it, so timm is not part of the
-``test`` extra; install it where torch and torchvision come as a matching pair (``pip install
-'nanolm-verify[timm]'`` on such a machine). Wherever timm cannot be imported, ``SKIP_REASON`` says why and every
-law is skipped with that reason.
+``import timm`` imports torchvision (``timm.layers.create_norm``), and the torchvision wheel that pip resolves next
+to the CPU build of torch pinned by ``constraints/cpu.txt`` does not import beside it. The adapter therefore imports
+only timm's ``layers/norm.py`` and ``layers/mlp.py`` (and the layer files they import), never ``timm`` itself: they
+need torch alone. Wherever even those cannot be imported, ``SKIP_REASON`` says why and every law is skipped with
+that reason.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
+import types
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -52,15 +55,34 @@ CONVENTIONS = {
 }
 
 
+_PRIVATE = "_nanolm_timm_layers"  # timm/layers/ as a package of our own: its __init__ (and timm's) never runs
+
+
+def _layer_modules() -> tuple[Any, Any]:
+    """(timm's ``layers/norm.py``, its ``layers/mlp.py``) imported on their own: ``import timm`` runs timm's and
+    timm.layers' ``__init__``, which import torchvision (``create_norm``) — a torchvision that does not match this
+    torch breaks every law of the adapter, though the norm and the MLP need only torch. Their relative imports
+    (``.fast_norm``, ``.create_act`` …) resolve inside the same private package, never through ``timm``."""
+    spec = importlib.util.find_spec("timm")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("timm is not installed")
+    layers = Path(next(iter(spec.submodule_search_locations))) / "layers"
+    if _PRIVATE not in sys.modules:
+        package = types.ModuleType(_PRIVATE)
+        package.__path__ = [str(layers)]  # a namespace for the layer files: no __init__ executed
+        sys.modules[_PRIVATE] = package
+    return importlib.import_module(f"{_PRIVATE}.norm"), importlib.import_module(f"{_PRIVATE}.mlp")
+
+
 def skip_reason() -> str | None:
-    """Why timm cannot run here (None when it can): not installed, or not importable (its torchvision)."""
+    """Why timm's norm and MLP cannot run here (None when they can): not installed, or not importable."""
     if importlib.util.find_spec("timm") is None:
-        return "timm is not installed (pip install 'nanolm-verify[timm]' where torch and torchvision match)"
+        return "timm is not installed (pip install 'nanolm-verify[timm]')"
     try:
-        importlib.import_module("timm.layers")
-    except Exception as exc:  # torchvision built for another torch: "operator torchvision::nms does not exist"
+        _layer_modules()
+    except Exception as exc:
         why = f"{type(exc).__name__}: {str(exc)[:120]}"
-        return f"timm cannot be imported here ({why}); it needs a torchvision built for this torch"
+        return f"timm's layers/norm.py and layers/mlp.py cannot be imported here ({why})"
     return None
 
 
@@ -68,9 +90,11 @@ SKIP_REASON = skip_reason()
 
 
 def _layers() -> Any:
+    """A namespace with ``RmsNorm`` and ``SwiGLU`` from timm's layer files (:func:`_layer_modules`)."""
     if SKIP_REASON is not None:
         raise RuntimeError(f"timm adapter unavailable: {SKIP_REASON}")
-    return importlib.import_module("timm.layers")
+    norm, mlp = _layer_modules()
+    return types.SimpleNamespace(RmsNorm=norm.RmsNorm, SwiGLU=mlp.SwiGLU)
 
 
 class RMSNorm(nanolm_core.RMSNorm):

@@ -8,13 +8,16 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import math
 import os
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from properties.commands.helptext import DTYPE_NAMES as NAMES
 from properties.library import components  # light: names() imports no torch
+from properties.running import interpreted as _interpreted  # light: its numpy and Triton imports are lazy
 from properties.running import profiles
 from properties.running.loading import UsageError, resolve_spec
 
@@ -28,8 +31,10 @@ __all__ = [
     "add_run_options",
     "add_selection",
     "devices",
+    "distinct",
     "dtypes",
     "implementation",
+    "implementation_files",
     "input_json",
     "output_dir",
     "output_file",
@@ -124,11 +129,94 @@ def threads(value: int) -> int:
     return value
 
 
-def positive(value: float, name: str, kind: Callable[[Any], Any] = float) -> Any:
-    """A positive number (``--timeout``, sizes)."""
-    if not value > 0:
-        raise UsageError(f"{name} {value}: must be positive")
+def positive(value: float, name: str, kind: Callable[[Any], Any] = float, most: float | None = None) -> Any:
+    """A positive, finite number (``--timeout``, sizes), at most ``most`` where given."""
+    if not math.isfinite(value) or not value > 0:
+        raise UsageError(f"{name} {value}: must be a positive, finite number")
+    if most is not None and value > most:
+        raise UsageError(f"{name} {value:g}: at most {most:g} ({_MOST.get(name, 'the largest this run accepts')})")
     return kind(value)
+
+
+def most_workers() -> int:
+    """The most worker processes a run may start: 4 per CPU (each loads torch: more only queue and swap)."""
+    return 4 * (os.cpu_count() or 1)
+
+
+_MOST = {
+    "--workers": "4 per CPU of this machine",
+    "--timeout": "one week",
+    "--minutes": "one week",
+    "--memory-limit": "this machine's memory, GiB",
+}
+MOST_TIMEOUT = 7 * 24 * 3600.0  # s: a per-law limit beyond a week is a typo, never a plan
+
+
+def _memory_gib() -> float | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def implementation_files(spec: str) -> list[Path]:
+    """The source files of an implementation spec, found without importing anything (a .py path, or the module's
+    file or package on sys.path; an adapter id: its adapter's module) — the inputs no output may overwrite."""
+    from properties.running.loading import ADAPTERS
+
+    target = ADAPTERS.get(spec, spec)
+    if target.endswith(".py") or "/" in target or os.sep in target:
+        return [Path(target)]
+    parts = target.split(".")
+    found = []
+    for root in sys.path or ["."]:
+        base = Path(root or ".").joinpath(*parts)
+        for path in (base.with_suffix(".py"), base / "__init__.py"):
+            if path.is_file():
+                found.append(path)
+    return found
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
+def distinct(outputs: dict[str, Path | None], inputs: dict[str, Iterable[Path]]) -> None:
+    """No output names an input of the run, nor another output (paths resolved: links and ``..`` followed).
+    ``outputs``: option → the file it writes; ``inputs``: what the run reads, by name → its files. UsageError
+    naming both, before any work."""
+    named = [(name, Path(p)) for name, p in outputs.items() if p is not None]
+    for i, (name, out) in enumerate(named):
+        for what, paths in inputs.items():
+            hit = next((p for p in paths if _same(out, Path(p))), None)
+            if hit is not None:
+                raise UsageError(f"{name} {out} is {what} ({hit}): the run would overwrite its own input")
+        for other, path in named[:i]:
+            if _same(out, path):
+                raise UsageError(f"{name} {out} and {other} {path} name the same path; give each its own")
+
+
+def run_inputs(
+    spec: str | None, selection: Selection | None = None, baseline: str | None = None
+) -> dict[str, list[Path]]:
+    """The files a run reads, by what they are: the implementation's source, the expectation files (the user's
+    and the shipped ones), an existing baseline, the stored golden corpus — what ``distinct`` protects."""
+    from golden import corpus
+    from properties.running import expectations as _expectations
+
+    out: dict[str, list[Path]] = {}
+    if spec is not None:
+        out["the implementation"] = implementation_files(spec)
+    if selection is not None:
+        out["an expectations file"] = [Path(p) for p in selection.expectations]
+    out["a shipped expectations file"] = sorted(_expectations.DIRECTORY.glob("*"))
+    if baseline is not None and Path(baseline).exists():
+        out["the baseline"] = [Path(baseline)]
+    out["the stored golden corpus"] = sorted(corpus.DATA_DIR.glob("*"))
+    return out
 
 
 def _writable_parent(path: Path, name: str) -> None:
@@ -217,6 +305,9 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "allow_skips": (("--allow-skips",), dict(
         action="store_true", help="report a device this machine lacks as skipped (default: a usage error)"
     )),
+    "allow_nothing_judged": (("--allow-nothing-judged",), dict(
+        action="store_true", help="exit 0 when every law run was skipped (default: exit 1, saying why)"
+    )),
     "seed": (("--seed",), dict(
         type=int, default=None, metavar="N", help="Hypothesis seed (default: derandomized in ci, random otherwise)"
     )),
@@ -238,6 +329,11 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "memory_limit": (("--memory-limit",), dict(
         type=float, default=None, metavar="GB",
         help="memory cap per worker, GiB (default: 90 %% of the memory, shared by the workers)",
+    )),
+    "triton": (("--triton",), dict(
+        choices=_interpreted.MODES, default="auto",
+        help="how Triton kernels run in the workers: interpret (Triton's interpreter, CPU tensors), compiled "
+        "(CUDA), auto (default: interpreted where there is no CUDA device)",
     )),
     "expectations": (("--expectations",), dict(
         action="append", default=[], metavar="FILE",
@@ -265,13 +361,15 @@ def add_selection(parser: argparse.ArgumentParser, *, laws: bool = True) -> Any:
     example = "example: --only RMSNorm,swiglu_matches_golden --dtype bf16" if laws else "example: --device cpu"
     group = parser.add_argument_group("what to run", example)
     add(group, "profile", *(("only", "dtype") if laws else ()), "device", "allow_skips", "seed")
+    if laws:  # (the catalogue judges its own demonstrations)
+        add(group, "allow_nothing_judged")
     return group
 
 
 def add_run_options(parser: argparse.ArgumentParser, *, database: bool = True) -> Any:
     """The group "how to run": workers, threads, time limit, memory cap (and an example database) → the group."""
     group = parser.add_argument_group("how to run", "example: --workers 1 --timeout 120 --memory-limit 4")
-    add(group, "workers", "threads", "timeout", "memory_limit", *(("database",) if database else ()))
+    add(group, "workers", "threads", "timeout", "memory_limit", "triton", *(("database",) if database else ()))
     return group
 
 
@@ -313,10 +411,11 @@ def run_options(args: argparse.Namespace, profile: str) -> RunOptions:
     workers, timeout, memory = (getattr(args, name, None) for name in ("workers", "timeout", "memory_limit"))
     return RunOptions.of(
         profile,
-        workers=positive(workers, "--workers", int) if workers is not None else None,
-        timeout=positive(timeout, "--timeout") if timeout is not None else None,
-        memory_gib=positive(memory, "--memory-limit") if memory is not None else None,
+        workers=positive(workers, "--workers", int, most_workers()) if workers is not None else None,
+        timeout=positive(timeout, "--timeout", float, MOST_TIMEOUT) if timeout is not None else None,
+        memory_gib=positive(memory, "--memory-limit", float, _memory_gib()) if memory is not None else None,
         threads=threads(getattr(args, "threads", 1)),
+        triton=getattr(args, "triton", "auto"),
     )
 
 

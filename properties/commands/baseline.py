@@ -108,7 +108,35 @@ def load(path: str | Path) -> dict[str, Any]:
             f"{path} has schema {found!r}, expected {SCHEMA!r}; re-record it (delete the file and "
             f"run with --baseline again)"
         )
+    problem = _problem(doc.get("records"))
+    if problem:
+        raise ValueError(f"{path}: {problem}; re-record it (delete the file and run with --baseline again)")
     return doc
+
+
+_STATUSES = ("passed", "failed", "skipped", "xfailed", "xpassed", "error")
+_NON_FINITE = ("inf", "-inf", "nan")  # how record() writes a non-finite statistic
+
+
+def _problem(records: Any) -> str | None:
+    """What is wrong with a baseline's records, naming the field (None: nothing). A statistic is a number, null
+    or one of the texts record() writes for a non-finite one; any other text would compare as nothing."""
+    if not isinstance(records, dict):
+        return f"'records' must be an object of law records, found {type(records).__name__}"
+    for k, rec in records.items():
+        if not isinstance(rec, dict):
+            return f"records[{k!r}] must be an object, found {type(rec).__name__}"
+        if rec.get("status") not in _STATUSES:
+            return f"records[{k!r}].status is {rec.get('status')!r}, expected one of {', '.join(_STATUSES)}"
+        for stat in ("max_ulp", "p99_ulp", "headroom"):
+            v = rec.get(stat)
+            number = isinstance(v, (int, float)) and not isinstance(v, bool)
+            if not (v is None or number or v in _NON_FINITE):
+                return f"records[{k!r}].{stat} is {v!r}: expected a number, null or one of {', '.join(_NON_FINITE)}"
+        n = rec.get("examples", 0)
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            return f"records[{k!r}].examples is {n!r}: expected a count"
+    return None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 Parse, run the session (``properties.running.session``: the implementation runs in worker processes), render
 (``properties.commands.render``). Exit status: 0 every law passed (skips allowed), 1 a law failed (or the suite hit
-an error), 2 usage or import error, 128 + the signal when interrupted (the table and --json are still written).
+an error, or nothing was judged), 2 usage or import error, 128 + the signal when interrupted (the table and --json
+are still written).
 ``run_check`` (the same laws in this process, for tests and the pytest plugin) is re-exported here.
 """
 
@@ -115,6 +116,7 @@ def _matrix(args: argparse.Namespace) -> int:
         print(matrix.text())
         return 0
     path = arguments.output_file(args.markdown, "--markdown")
+    arguments.distinct({"--markdown": path}, arguments.run_inputs(args.impl))
     Path(path).write_text(matrix.markdown(), encoding="utf-8")
     print(f"wrote {path}")
     return 0
@@ -136,6 +138,7 @@ def main(args: argparse.Namespace) -> int:
         try:
             laws = select_laws(args.only)
             listing = arguments.output_file(args.json_path, "--json") if args.json_path not in (None, "-") else None
+            arguments.distinct({"--json": listing}, arguments.run_inputs(args.impl))
         except UsageError as exc:
             return _usage(exc)
         if args.json_path is None:
@@ -156,13 +159,22 @@ def main(args: argparse.Namespace) -> int:
         artifacts = arguments.output_dir(args.artifacts, "--artifacts") if args.artifacts is not None else None
         if args.baseline is not None and Path(args.baseline).exists():
             arguments.input_json(args.baseline, "--baseline", ("records",), baseline.SCHEMA)
+            try:  # every record's fields (a text where a number belongs: refused, naming it)
+                baseline.load(args.baseline)
+            except ValueError as exc:
+                raise UsageError(f"--baseline {exc}") from None
         elif args.baseline is not None:
             arguments.output_file(args.baseline, "--baseline")
+        new_baseline = Path(args.baseline) if args.baseline is not None and not Path(args.baseline).exists() else None
+        arguments.distinct(
+            {"--json": json_path, "--baseline": new_baseline},
+            arguments.run_inputs(spec, selection, args.baseline),
+        )
     except (UsageError, ValueError) as exc:
         return _usage(exc)
     folder = artifacts or (json_path.parent / f"{json_path.stem}-counterexamples" if json_path else None)
     return execute(spec, selection, options, quiet=args.quiet, json_path=json_path, artifacts=folder,
-                   baseline_path=args.baseline)  # fmt: skip
+                   baseline_path=args.baseline, allow_nothing_judged=args.allow_nothing_judged)  # fmt: skip
 
 
 def execute(
@@ -174,6 +186,7 @@ def execute(
     json_path: Path | None = None,
     artifacts: Path | None = None,
     baseline_path: str | None = None,
+    allow_nothing_judged: bool = False,
 ) -> int:
     """Run ``selection`` against ``spec`` in the session, print the verdict, write the report → the exit status."""
     from properties.commands.render import json, text
@@ -214,8 +227,8 @@ def execute(
     print("\n" + text.summary_line(results, run.duration))
     if run.interrupted:
         status = 128 + run.interrupted
-    elif not results:
-        print("nothing was checked: no law ran (see the selection above)", file=sys.stderr)
+    elif (nothing := run.nothing_judged()) and not allow_nothing_judged:
+        print(f"{nothing}; exit 1 (--allow-nothing-judged accepts such a run)", file=sys.stderr)
         status = 1
     else:
         status = exit_status(results)

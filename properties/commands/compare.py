@@ -25,7 +25,9 @@ from properties.commands import arguments
 from properties.commands.helptext import ADAPTER_IDS, Formatter
 from properties.running.loading import ImplementationError, UsageError, adapters
 
-__all__ = ["main", "register", "write"]
+__all__ = ["REPORT_FILES", "main", "register", "write"]
+
+REPORT_FILES = ("report.md", "index.html", "results.json")  # what --out DIR receives
 
 
 def write(report: dict[str, Any], out: str | Path) -> list[Path]:
@@ -34,10 +36,10 @@ def write(report: dict[str, Any], out: str | Path) -> list[Path]:
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "report.md", out / "index.html"]
+    paths = [out / name for name in REPORT_FILES[:2]]
     paths[0].write_text(markdown.compare(report), encoding="utf-8")
     paths[1].write_text(html.compare(report), encoding="utf-8")
-    return [*paths, json.write(json.compare_report(report), out / "results.json")]
+    return [*paths, json.write(json.compare_report(report), out / REPORT_FILES[2])]
 
 
 def main(args: argparse.Namespace) -> int:
@@ -56,6 +58,11 @@ def main(args: argparse.Namespace) -> int:
         if not args.impls and league is None:
             raise UsageError("name the implementations to compare (every adapter: --league FILE)")
         specs = [arguments.implementation(spec) for spec in args.impls or adapters()]
+        written = {f"--out {name}": out / name for name in REPORT_FILES} if out is not None else {}
+        inputs = {**arguments.run_inputs(None, selection), "an implementation": [
+            path for spec in specs for path in arguments.implementation_files(spec)
+        ]}  # fmt: skip
+        arguments.distinct({"--out": out, **written, "--league": league}, inputs)
     except (UsageError, ValueError) as exc:
         return _usage(exc)
     progress = text.Progress(len(selection.tasks()) * len(specs), quiet=args.quiet)
@@ -82,6 +89,10 @@ def main(args: argparse.Namespace) -> int:
         name = signal.Signals(run.interrupted).name
         print(f"interrupted by {name}: the report holds the {progress.done} of {run.planned} law runs finished")
     print("wrote " + ", ".join(str(p) for p in paths))
+    nothing = None if run.interrupted else run.nothing_judged()
+    if nothing and not args.allow_nothing_judged:
+        print(f"{nothing}; exit 1 (--allow-nothing-judged accepts such a run)", file=sys.stderr)
+        return 1
     return results.exit_status_of(report)
 
 

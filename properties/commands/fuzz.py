@@ -85,13 +85,14 @@ def register(subparsers: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     try:
         spec = arguments.implementation(args.impl)
-        minutes = arguments.positive(args.minutes, "--minutes")
+        minutes = arguments.positive(args.minutes, "--minutes", float, 7 * 24 * 60.0)  # (a week)
         examples = None if args.examples is None else arguments.positive(args.examples, "--examples", int)
         args.database = args.database or str(default_database())
         chosen = arguments.selection(args)  # the replay: profile dev, seed 0, on the CPU, with the campaign's database
         selection = dataclasses.replace(chosen, profile="dev", seed=0, devices=("cpu",))
         options = arguments.run_options(args, selection.profile)
         json_path = arguments.output_file(args.json_path, "--json")
+        arguments.distinct({"--json": json_path}, arguments.run_inputs(spec, selection))
         laws = sorted({t.law_id for t in selection.tasks()})
         if not laws:
             raise UsageError("the selection runs no law")

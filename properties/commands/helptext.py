@@ -26,7 +26,8 @@ DTYPE_NAMES = ("fp64", "fp32", "fp16", "bf16")
 EXIT = """\
 exit status:
   0    every law passed (skips and expected failures allowed)
-  1    a law failed, or the suite hit an error
+  1    a law failed, or the suite hit an error, or nothing was judged
+       (every law run skipped: --allow-nothing-judged accepts that)
   2    usage error: a bad argument, an implementation that cannot be imported
   130  interrupted by Ctrl-C, 143 by SIGTERM (the table and --json are
        still written, with "interrupted": true)"""

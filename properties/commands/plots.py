@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -496,6 +497,14 @@ def _run(args: argparse.Namespace) -> int:
     unknown = [n for n in args.names if n != "all" and n not in PLOTS]
     if unknown:
         print(f"nanolm-verify plot: unknown figure {', '.join(unknown)}; choose from all, {', '.join(PLOTS)}")
+        return 2
+    from properties.commands import arguments
+    from properties.running.loading import UsageError
+
+    try:  # the folder, before the figures are computed
+        arguments.output_dir(args.out, "--out")
+    except UsageError as exc:
+        print(f"nanolm-verify plot: error: {exc}", file=sys.stderr)
         return 2
     try:
         import matplotlib  # noqa: F401

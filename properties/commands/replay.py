@@ -19,6 +19,7 @@ import argparse
 import sys
 from typing import Any
 
+from properties.commands.helptext import DTYPE_NAMES as NAMES
 from properties.commands.helptext import Formatter
 from properties.running.loading import ImplementationError
 from properties.running.profiles import PROFILES
@@ -65,8 +66,30 @@ def _usage(message: str) -> int:
     return 2
 
 
+def _problem(case: dict[str, Any]) -> str | None:
+    """What is wrong with a counterexample file's fields, naming the field (None: nothing) — a file that cannot
+    say what to replay is the user's to fix, never a failure of the implementation."""
+    text = {"law_id": "a law id", "device": "a device", "implementation": "an implementation", "profile": "a profile"}
+    for field, what in text.items():
+        if not isinstance(case.get(field), str) or not case[field].strip():
+            return f"field {field!r} is {case.get(field)!r}, expected {what} (text)"
+    if case.get("dtype") not in NAMES:
+        return f"field 'dtype' is {case.get('dtype')!r}, expected one of {', '.join(NAMES)}"
+    if case.get("seed") is not None and (not isinstance(case["seed"], int) or isinstance(case["seed"], bool)):
+        return f"field 'seed' is {case['seed']!r}, expected an integer or None"
+    draws = case.get("draws")
+    if draws is not None:
+        pairs = isinstance(draws, (list, tuple)) and all(
+            isinstance(d, (list, tuple)) and len(d) == 2 and (d[0] is None or isinstance(d[0], str)) for d in draws
+        )
+        if not pairs:
+            return f"field 'draws' is {str(draws)[:60]!r}: expected a list of (label, value) pairs as check writes"
+    return None
+
+
 def main(args: argparse.Namespace) -> int:
     from properties.commands.render.text import failure_text
+    from properties.running import devices as _devices
     from properties.running.runner import LAWS, Task, load_counterexample
     from properties.running.session import RunOptions, Session
 
@@ -74,6 +97,13 @@ def main(args: argparse.Namespace) -> int:
         case = load_counterexample(args.file)
     except ValueError as exc:
         return _usage(str(exc))
+    problem = _problem(case)
+    if problem:
+        return _usage(f"FILE {args.file}: {problem} (not a counterexample file written by check, or damaged)")
+    try:
+        _devices.resolve(case["device"])
+    except ValueError as exc:
+        return _usage(f"FILE {args.file}: field 'device' {exc}")
     law = LAWS.get(case["law_id"])
     if law is None:
         return _usage(f"FILE names law {case['law_id']!r}, which this version of the suite does not have")
@@ -98,5 +128,7 @@ def main(args: argparse.Namespace) -> int:
         return 0
     if result.status == "skipped":
         return _usage(f"cannot replay here: {result.message}")
+    if result.status == "error":  # the file's draws do not fit the law (or the suite's data failed): not the subject's
+        return _usage(f"FILE {args.file} cannot be replayed: {str(result.message).splitlines()[0]}")
     print(failure_text(result))
     return 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import signal
 import sys
 
 from properties import __version__
@@ -91,8 +92,23 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     """The console script: main(), then exit without the interpreter's final garbage collection over torch's
-    objects (≈ 0.7 s of every command on the CI machines; gc.freeze leaves them to the operating system)."""
-    status = main()
+    objects (≈ 0.7 s of every command on the CI machines; gc.freeze leaves them to the operating system).
+    Ctrl-C or SIGTERM at any phase ends it with 128 + the signal (130, 143): during a run the session returns the
+    results so far; before one the command stops at once; after one its output is written first."""
+    from properties.running import stops  # (light: signal only)
+
+    stops.stop_on_signals()
+    try:
+        status = main()
+    except (stops.Stopped, KeyboardInterrupt) as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
+        print(f"nanolm-verify: interrupted by {signal.Signals(signum).name} before the run began", file=sys.stderr)
+        status = 128 + signum
+    pending = stops.pending_stop()
+    if pending:
+        print(f"nanolm-verify: interrupted by {signal.Signals(pending).name} (the output above is complete)",
+              file=sys.stderr)  # fmt: skip
+        status = 128 + pending
     gc.freeze()
     sys.exit(status)
 

@@ -49,6 +49,14 @@ class Pitfall(NamedTuple):
     kind: str  # one of KINDS
     title: str  # one line for tables and the CLI
     pending: str = ""  # a known gap: why the law cannot catch it (cause "law", ci profile) yet; "" = it must
+    requires: str = ""  # a package it is written in ("triton"): without it the entry is skipped, with this reason
+
+    @property
+    def missing(self) -> str:
+        """Why the entry cannot run here ("" when it can): the package it is written in is not installed."""
+        if self.requires and importlib.util.find_spec(self.requires) is None:
+            return f"{self.requires} is not installed (pip install 'nanolm-verify[{self.requires}]')"
+        return ""
 
     @property
     def name(self) -> str:
@@ -75,8 +83,10 @@ class Pitfall(NamedTuple):
         return tuple(dict.fromkeys(_REFERENCE.findall(section)))
 
 
-def _entry(name: str, law: str, dtype: str, kind: str, title: str, pending: str = "") -> tuple[str, Pitfall]:
-    return name, Pitfall(f"{__name__}.{name}", law, dtype, kind, title, pending)
+def _entry(
+    name: str, law: str, dtype: str, kind: str, title: str, pending: str = "", requires: str = ""
+) -> tuple[str, Pitfall]:
+    return name, Pitfall(f"{__name__}.{name}", law, dtype, kind, title, pending, requires)
 
 
 _NEEDS_ACCELERATOR = "the law compares an accelerator with the CPU: it does not run on a CPU-only machine"
@@ -368,5 +378,16 @@ PITFALLS: dict[str, Pitfall] = dict([
            "RoPE inv_freq non-persistent: garbage after to_empty"),
     _entry("add_norm_eps_buffer_not_persistent", "AddRMSNorm.add_rmsnorm_survives_copies_moves_and_to_empty", "fp32",
            TEST, "eps in a non-persistent buffer: garbage after to_empty"),
+    # Written as Triton kernels (triton_rmsnorm: the correct skeleton); run by Triton's interpreter without CUDA.
+    _entry("triton_tail_mask_off_by_one", "RMSNorm.rmsnorm_matches_golden", "fp32", TEST,
+           "Triton: the tail mask one column short", requires="triton"),
+    _entry("triton_grid_rows_capped", "RMSNorm.rmsnorm_matches_golden_at_code_path_sizes", "fp32", REAL,
+           "Triton: the launch covers at most 65,535 rows", requires="triton"),
+    _entry("triton_neighbour_row", "RMSNorm.rmsnorm_matches_golden", "fp32", TEST,
+           "Triton: a program reads its row at row·BLOCK (its neighbour's)", requires="triton"),
+    _entry("triton_input_dtype_accumulator", "RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded", "bf16", TEST,
+           "Triton: Σx² accumulated in a bf16 tl.zeros", requires="triton"),
+    _entry("triton_backward_saves_output", "RMSNorm.rmsnorm_gradients_match_golden", "fp32", TEST,
+           "Triton: the backward kernel reads the saved y as x", requires="triton"),
 ])
 # fmt: on

@@ -60,6 +60,10 @@ __all__ = [
 ]
 
 
+TIER = "tier"  # measurement: which tier judged the run (TIERS) — ``LawResult.tier``
+TIER_OFF = "tier off"  # measurement: why the probabilistic tier did not judge inputs it would have (a declaration)
+TIERS = ("probabilistic", "empirical", "deterministic")
+FAILED_TIER = "failed tier"  # measurement: the tier a failure's worst element exceeded
 WITHOUT = "headroom without"  # measurement: {declaration key: max error ÷ its bound had the key not been declared}
 EXCESS = "excess beyond the baselines"  # measurement: max (error − measured part) ÷ unit of an empirical bound
 WIDTH = 80  # columns of a failure message; only the command that reproduces it may be longer (to be copied whole)
@@ -263,6 +267,11 @@ def _record_headroom(diff: np.ndarray, bound: Bound, judged: np.ndarray) -> None
     ulps = np.broadcast_to(bound.ulps, diff.shape)[judged][at] if bound.ulps is not None else None
     context.record_headroom(room, abs=float(allowed[at]), ulps=ulps, formula=bound.formula)
     seen = ctx.recorder.measurements
+    judge = bound.judge  # the run's tier: the sharpest that judged any of its comparisons (TIERS, first wins)
+    if TIER not in seen or TIERS.index(judge) < TIERS.index(seen[TIER]):
+        context.measure(TIER, judge)
+    if bound.tier_off:
+        context.measure(TIER_OFF, bound.tier_off)
     if bound.alternatives:  # the headroom this comparison would have had without each declaration (reported only)
         without = dict(seen.get(WITHOUT) or {})
         with np.errstate(all="ignore"):
@@ -335,6 +344,7 @@ def _judge(
         head += f" (headroom {room:.3g})"
     n = int(bad.sum())
     tier = bound.tier(float(diff.flat[i]), i) if bound.prob is not None else "deterministic"
+    context.measure(FAILED_TIER, "empirical" if bound.component in EMPIRICAL else tier or "deterministic")
     fail(
         head,
         details=[
@@ -468,11 +478,22 @@ def assert_unchanged(before: torch.Tensor, after: torch.Tensor, *, what: str) ->
         fail(f"{what} was modified by the call (bit patterns differ)")
 
 
-def assert_finite(y: torch.Tensor, *, what: str, mask: np.ndarray | None = None) -> None:
-    """Every (selected) element of y is finite."""
+def assert_finite(
+    y: torch.Tensor, *, what: str, mask: np.ndarray | None = None, without: np.ndarray | None = None, cause: str = ""
+) -> None:
+    """Every (selected) element of y is finite. ``without``: the same call without ``cause`` (a poisoned element):
+    where an element is non-finite there too, the message says the element fails on its own, not through it."""
     __tracebackhide__ = True
     a = as_f64(y)
     bad = ~np.isfinite(a) if mask is None else (~np.isfinite(a) & mask)
     if bool(bad.any()):
         i = int(np.argmax(bad.reshape(-1)))
-        fail(f"{what}: {plural(int(bad.sum()), 'non-finite element')}, first at {_index(i, a.shape)}: {a.flat[i]}")
+        head = f"{what}: {plural(int(bad.sum()), 'non-finite element')}, first at {_index(i, a.shape)}: {a.flat[i]}"
+        if without is not None:
+            own = bad & ~np.isfinite(np.asarray(without, dtype=np.float64))
+            if own.reshape(-1)[i]:
+                head += (f" — non-finite without {cause} too ({int(own.sum())} of the {int(bad.sum())}): the "
+                         "implementation fails those elements on their own, not through the poison")  # fmt: skip
+            elif own.any():
+                head += f" — {int(own.sum())} of them non-finite without {cause} too"
+        fail(head)

@@ -650,8 +650,6 @@ register(
             "(a generic domain family is left to do)",
             "lifecycle": "not yet: the lifecycle laws are written per component and none for AddRMSNorm (its state is "
             "RMSNorm's one weight; a generic lifecycle family is left to do)",
-            "diagnosis": "a recorded AddRMSNorm call has two inputs and two outputs; the diagnosis re-evaluates "
-            "calls of one input and one output (the failure's own message stands without a diagnosis line)",
         },
     )
 )

@@ -152,6 +152,17 @@ class Bound:
     prob: np.ndarray | None = None
     prob_note: str = ""
     empirical: tuple[float, float] | None = None
+    tier_off: str = ""  # why the probabilistic tier did not judge inputs it would have (a declaration it cannot model)
+
+    @property
+    def judge(self) -> str:
+        """The tier that judges this comparison: "empirical" (:data:`EMPIRICAL`), "probabilistic" (the tier applies
+        to some element) or "deterministic"."""
+        if self.component in EMPIRICAL:
+            return "empirical"
+        if self.prob is not None and bool(np.isfinite(self.prob).any()):
+            return "probabilistic"
+        return "deterministic"
 
     @property
     def allowed(self) -> np.ndarray:
@@ -279,6 +290,28 @@ class Arithmetic:
         return bool(
             self.compute or self.accumulation or self.eps or self.weight_offset or self.flush or self.norm_input
         )
+
+    def unmodelled(self, storage: Any) -> tuple[str, ...]:
+        """The declarations, in storage dtype ``storage``, that the probabilistic tier's model (``sites``) does not
+        describe — a declaration about another dtype is not one of them (issue 37: declaring fp64's compute dtype
+        switched fp16's tier off). A compute dtype that holds t (fp32 for fp16, fp64 for fp32, t itself) is a
+        model: the sites take u_c, and the roundings to t where c is wider. A demoted one (fp32 for fp64: inputs
+        and weights rounded to c), an accumulation dtype, an eps dtype, a weight offset and flushed inputs or
+        outputs add errors the sites do not have: there the deterministic bound judges alone, and the result
+        says so (``Bound.tier_off``)."""
+        name = fmt(storage).name
+        out = []
+        c = self.compute.get(name)
+        if c and not _holds(c, storage):
+            out.append(f"compute_dtype {c}")
+        out += [
+            key for key, where in (("accumulation_dtype", self.accumulation), ("eps_dtype", self.eps)) if name in where
+        ]
+        if self.weight_offset:
+            out.append("weight_offset")
+        if self.flushes(storage) & {"input", "output"}:
+            out.append("flush_subnormals")
+        return tuple(out)
 
     def flushes(self, storage: Any) -> frozenset[str]:
         """Where subnormals of storage dtype ``storage`` may be flushed ("input", "output")."""
@@ -434,6 +467,13 @@ class _P:
     @property
     def max_t(self) -> float:
         return fmt(self.t).max
+
+    @property
+    def tier_off(self) -> str:
+        """Why the probabilistic tier cannot model this evaluation ("" where it can): the declarations in t that
+        its sites lack (:meth:`Arithmetic.unmodelled`)."""
+        names = self.a.unmodelled(self.t)
+        return f"declared {', '.join(names)} in {fmt(self.t).name}: not in the tier's model" if names else ""
 
     @property
     def name(self) -> str:
@@ -710,11 +750,13 @@ def _finish(
     var: np.ndarray | None = None,
     fixed: np.ndarray | float = 0.0,
     final: sites.Final | None = None,
+    tier_wanted: bool = False,
 ) -> Bound:
     """δ scaled for second-order terms; abs = δ + ½·ulp_t(|y| + δ); ulps at y (the golden value to first order).
     ``var``: the probabilistic tier's variance proxy per element (+inf where it does not apply) and ``fixed`` its
     deterministic part: prob = (λ·√var + fixed)·(second-order factor) + ½·ulp_t (:func:`probabilistic`);
-    ``final``: the partial sums of the last dot product, apart from ``var`` (:func:`_tier_spread`)."""
+    ``final``: the partial sums of the last dot product, apart from ``var`` (:func:`_tier_spread`); ``tier_wanted``:
+    the law drew the inputs, so where a declaration keeps the tier off the bound says why (``Bound.tier_off``)."""
     second = 1.0 / (1.0 - roundings_t * p.ut - 64 * p.uc)
 
     def total(e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -739,7 +781,7 @@ def _finish(
     formula = f"{formula_core} [{component}, {p.name}, {shape_note}]"
     ov = None if overflow is None else np.broadcast_to(np.asarray(overflow, dtype=bool), ab.shape).copy()
     prob, note = None, ""
-    if var is not None and not declared_arithmetic():
+    if var is not None and not p.tier_off:
         applies = np.broadcast_to(np.isfinite(var), ab.shape)
         if ov is not None:
             applies = applies & ~ov
@@ -748,7 +790,8 @@ def _finish(
                 spread, note = _tier_spread(np.where(applies, var, 0.0), final, applies)
                 delta = (spread + fixed) * second
                 prob = np.where(applies, delta + 0.5 * _ulp.ulp(np.abs(y.v) + delta, p.t), np.inf)
-    return Bound(ab, ulps, formula, component, p.t, ov, pw, prob=prob, prob_note=note)
+    off = p.tier_off if tier_wanted else ""
+    return Bound(ab, ulps, formula, component, p.t, ov, pw, prob=prob, prob_note=note, tier_off=off)
 
 
 def _tier_spread(var: np.ndarray, final: sites.Final | None, applies: np.ndarray) -> tuple[np.ndarray, str]:
@@ -854,10 +897,10 @@ def rmsnorm(x: Any, weight: Any, eps: float, dtype: Any, *, drawn: bool = False)
     y, sq_over = _rmsnorm_e(_given(X, p), w, float(eps), p)
     ov = (_row_overflow([y.v], p, X.shape[:-1]) | sq_over)[..., None] & np.ones(X.shape, dtype=bool)
     var = None
-    model = drawn and not declared_arithmetic() and sites.model_rows(X, fmt(p.c).smallest_normal, p.uc)
+    model = drawn and not p.tier_off and sites.model_rows(X, fmt(p.c).smallest_normal, p.uc)
     if np.any(model):
         var = np.where(model[..., None], sites.rmsnorm(X, w, float(eps), p)[1], np.inf)
-    return _finish(y, p, "rmsnorm", RMSNORM_FORMULA, f"D={D}", roundings_t=1, overflow=ov, var=var)
+    return _finish(y, p, "rmsnorm", RMSNORM_FORMULA, f"D={D}", roundings_t=1, overflow=ov, var=var, tier_wanted=drawn)
 
 
 def between(a: Bound, b: Bound | None = None, *, formula: str | None = None) -> Bound:
@@ -870,7 +913,9 @@ def between(a: Bound, b: Bound | None = None, *, formula: str | None = None) -> 
     alt = {k: v + b.alternatives[k] for k, v in (a.alternatives or {}).items() if k in (b.alternatives or {})}
     prob = None if a.prob is None or b.prob is None else a.prob + b.prob  # each within its tier: the sum (2·10⁻⁹)
     note = a.prob_note if prob is not None else ""
-    return Bound(a.abs + b.abs, None, text, a.component, a.dtype, ov, pw, alt or None, prob=prob, prob_note=note)
+    off = a.tier_off or b.tier_off
+    return Bound(a.abs + b.abs, None, text, a.component, a.dtype, ov, pw, alt or None, prob=prob, prob_note=note,
+                 tier_off=off)  # fmt: skip
 
 
 def _sum_text(a: str, b: str) -> str:
@@ -1014,8 +1059,10 @@ def rmsnorm_vjp(
         with np.errstate(all="ignore"):
             cubed = [((1 + q) ** 3 - 1) * r**3 for q in rel]
         r3 = _op(_E(r**3, cubed[0], cubed[1]), p, 2)
-    term1 = _op(_mul(r_e, gw), p)
-    term2 = _op(_mul(_op(_mul(r3, A), p, 2), xs), p).map(lambda a: a / D)
+    # each term may be rounded to t before the difference: autograd's two contributions where x meets two dtypes
+    # (HF T5, flax: ``sites.rmsnorm_vjp``)
+    term1 = _to_t(_op(_mul(r_e, gw), p), p)
+    term2 = _to_t(_op(_mul(_op(_mul(r3, A), p, 2), xs), p).map(lambda a: a / D), p)
     dx = _to_t(_op(_E(term1.v - term2.v, term1.ea + term2.ea, term1.ep + term2.ep), p), p)
     if grad_in is not None:  # one more addition in c, rounded to t
         dx = _to_t(_op(_add(dx, _given(_exact(grad_in), p)), p), p)
@@ -1025,15 +1072,31 @@ def rmsnorm_vjp(
     flat = gxr.map(lambda a: a.reshape(-1, D))
     dw = _contract(flat, _E.exact(np.ones(flat.v.shape[0])), "nd,n->d", max(N, 1), p)
     core = "0.5 + δ: first-order propagation of u_c, u_t roundings through dx = r·w⊙g − r³/D·x·A (any order)"
+    ov_dx = None
+    if p.narrow:  # a term, or g⊙w, rounded to t may overflow where dx does not: that convention returns ±inf there
+        with np.errstate(all="ignore"):
+            big = (np.abs(term1.v) + term1.ea > p.max_t) | (np.abs(term2.v) + term2.ea > p.max_t)
+            big = big | (_row_overflow([np.abs(gw.v) + gw.ea], p, X.shape[:-1])[..., None] & np.ones(X.shape, bool))
+        ov_dx = big if big.any() else None
     var_dx = var_dw = None
-    model = drawn and not declared_arithmetic() and sites.model_rows(X, fmt(p.c).smallest_normal, p.uc)
+    model = drawn and not p.tier_off and sites.model_rows(X, fmt(p.c).smallest_normal, p.uc)
     if np.any(model) and e_gain is None and not shifted and grad_in is None:  # (the cotangent is drawn: random signs)
         rows_x, rows_g = X.reshape(-1, D), G.reshape(-1, D)
         v_dx, v_dw = sites.rmsnorm_vjp(rows_x, w, eps, rows_g, p)
         var_dx = np.where(model.reshape(-1, 1), v_dx, np.inf).reshape(X.shape)
         var_dw = v_dw if model.all() else None
     return (
-        _finish(dx, p, "rmsnorm_vjp.dx", core, f"D={D}", roundings_t=4 if grad_in is None else 5, var=var_dx),
+        _finish(
+            dx,
+            p,
+            "rmsnorm_vjp.dx",
+            core,
+            f"D={D}",
+            roundings_t=5 if grad_in is None else 6,
+            var=var_dx,
+            overflow=ov_dx,
+            tier_wanted=drawn,
+        ),
         _finish(
             dw,
             p,
@@ -1042,6 +1105,7 @@ def rmsnorm_vjp(
             f"D={D}, N={N}",
             roundings_t=4,
             var=var_dw,
+            tier_wanted=drawn,
         ),
     )
 
@@ -1099,7 +1163,7 @@ def add_rmsnorm(
     ov = over[..., None] & np.ones(X.shape, dtype=bool)
     declared = p.a.norm_input or "either"
     var = None
-    model = drawn and not declared_arithmetic() and sites.model_rows(h, fmt(p.c).smallest_normal, p.uc)
+    model = drawn and not p.tier_off and sites.model_rows(h, fmt(p.c).smallest_normal, p.uc)
     if np.any(model):
         with np.errstate(all="ignore"):
             yv, own = sites.rmsnorm(h, w, float(eps), p)
@@ -1107,7 +1171,7 @@ def add_rmsnorm(
             sum_in = yv * yv * max(p.ut, p.uc) ** 2 * (1 - 2 * a + np.sum(a * a, axis=-1, keepdims=True))
         var = np.where(model[..., None], own + sum_in, np.inf)
     text = f"{ADD_RMSNORM_FORMULA} [{declared}]"
-    yb = _finish(y, p, "add_rmsnorm.y", text, f"D={X.shape[-1]}", overflow=ov, var=var)
+    yb = _finish(y, p, "add_rmsnorm.y", text, f"D={X.shape[-1]}", overflow=ov, var=var, tier_wanted=drawn)
     return yb, hb
 
 
@@ -1169,10 +1233,13 @@ def swiglu(x: Any, w_gate: Any, w_up: Any, w_down: Any, dtype: Any, *, random_we
         f"(u_t={p.ut:.3g}, u_c={p.uc:.3g}), {mix}"
     )
     var = final = None
-    if random_weights and not declared_arithmetic():
+    if random_weights and not p.tier_off:
         _, var, fin = sites.swiglu(X2, Wg, Wu, Wd, p)
         var, final = var.reshape(y.v.shape), sites.Final(*(a.reshape(y.v.shape) for a in fin))
-    return _finish(y, p, "swiglu", core, f"D={D}, F={F}", roundings_t=6, overflow=ov, var=var, final=final)
+    return _finish(
+        y, p, "swiglu", core, f"D={D}, F={F}", roundings_t=6, overflow=ov, var=var, final=final,
+        tier_wanted=random_weights,
+    )  # fmt: skip
 
 
 @_shadows
@@ -1407,14 +1474,21 @@ def block(
     judged = "" if nJ == T else f" ({nJ} positions judged)"
     note = f"D={D}, T={T}{judged}, H={config.n_heads}, G={config.n_kv_heads}, F={Wf[0].shape[0]}"
     var, fixed, final = None, 0.0, None
-    if (
-        random_weights
-        and drawn
-        and not declared_arithmetic()
-        and sites.model_rows(X, fmt(p.c).smallest_normal, p.uc).all()
-    ):
+    if random_weights and drawn and not p.tier_off and sites.model_rows(X, fmt(p.c).smallest_normal, p.uc).all():
         var, fixed, final = sites.block(X, P, config, p, J)
-    return _finish(out, p, "block", core, note, roundings_t=24, overflow=ov, var=var, fixed=fixed, final=final)
+    return _finish(
+        out,
+        p,
+        "block",
+        core,
+        note,
+        roundings_t=24,
+        overflow=ov,
+        var=var,
+        fixed=fixed,
+        final=final,
+        tier_wanted=random_weights and drawn,
+    )
 
 
 # The derivative laws' oracle: measured on correct implementations, not derived (failure messages say so).

@@ -239,7 +239,14 @@ def rmsnorm_vjp(x: np.ndarray, w: np.ndarray, eps: float, g: np.ndarray, p: Prec
     dγ = Σ_rows g⊙(x·r) (an N-term sum, random signs, any order). Sites: r (the forward's relative error, shared by
     both terms: coefficient term₁ − 3·term₂), r³'s two products, g⊙w (in c; HF: rounded to t) through both terms
     (coefficient r·[i = j] − r³x_i x_j/D), A's dot product, the products and the difference (HF: dx rounded to t);
-    for dγ each term's two products (HF: each rounded to t) and its row's r."""
+    for dγ each term's two products (HF: each rounded to t) and its row's r.
+
+    Autograd's sites: x reaches the output by two uses, x·r and Σx², and where they are in two dtypes (T5, flax:
+    the statistic of x.to(c), the product of x in t with r in c) autograd forms one gradient contribution per use,
+    rounds each to t and adds them in t: sites of B = u_t·|term₁| and u_t·|term₂| (each contribution) besides the
+    sum's. Each further use of x in a dtype would be a further contribution, but dx has exactly these two terms
+    (x_i enters y through x_i·r and through Σx²; A = Σ g w x is x·r's path through r), so these are every rounding
+    to t a correct backward can make; a pattern that lacks some of them has δ = 0 there, inside the model."""
     D = x.shape[-1]
     r, _, var_r = _norm_r_var(x, eps, p)  # (N, 1)
     uc2, ut2 = p.uc * p.uc, (p.ut * p.ut if p.narrow else 0.0)
@@ -256,7 +263,10 @@ def rmsnorm_vjp(x: np.ndarray, w: np.ndarray, eps: float, g: np.ndarray, p: Prec
     var = (t1 - 3 * t2) ** 2 * var_r + t2 * t2 * 5 * uc2 + t1 * t1 * uc2  # r, r³'s 2 and term₂'s 3 products, term₁'s
     var = var + r * r * b_gw * (1 - 2 * r * r * x * x / D) + c_x * c_x * ((x * x * b_gw).sum(-1, keepdims=True) + var_A)
     dx = t1 - t2
-    var = var + (uc2 + ut2) * dx * dx
+    # the two contributions (x·r's and Σx²'s paths) each rounded to t before their sum (autograd's, where x meets
+    # two dtypes: HF T5, flax), then the sum in c and in t: every pattern a correct backward has is a subset
+    tiny2 = p.tiny_t**2 if p.narrow else 0.0
+    var = var + ut2 * (t1 * t1 + t2 * t2) + 2 * tiny2 + (uc2 + ut2) * dx * dx + tiny2
     xr = x * r
     pr = g * xr  # (N, D): the terms of dγ
     apr = np.abs(pr)

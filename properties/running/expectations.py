@@ -283,7 +283,9 @@ def _expect(result: Any, entry: Expectation, warn: bool) -> Any:
     if result.status == "passed":
         text = (
             f"{result.law_id} [{result.dtype}, {result.device}] passed but is expected to fail "
-            f"({entry.where}: {entry.reason}); remove the entry if the implementation was fixed"
+            f"({entry.where}: {entry.reason}); before removing the entry, rerun it alone (`--only {result.law_id} "
+            f"--dtype {result.dtype}`): a compiled implementation's kernel may depend on the shapes compiled earlier "
+            "in the same worker, so this pass may not be the law's own verdict; remove the entry if it passes there"
         )
         if warn:
             warnings.warn(text, ExpectationWarning, stacklevel=3)

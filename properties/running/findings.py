@@ -19,11 +19,11 @@ from typing import Any
 
 from golden.formats import NAMES
 from properties.library import components
-from properties.library.assertions import WITHOUT
+from properties.library.assertions import TIER_OFF, TIERS, WITHOUT
 from properties.library.conventions import NUMERIC, ConventionError, Conventions, parse_all, written
 from properties.running.runner import LawResult
 
-__all__ = ["Declaration", "batch_lines", "declarations", "diagnosis_lines", "subject_declarations"]
+__all__ = ["Declaration", "batch_lines", "declarations", "diagnosis_lines", "subject_declarations", "tier_line"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,3 +175,25 @@ def batch_lines(results: Sequence[LawResult]) -> list[str]:
         if parts:
             lines.append(f"{component} is not batch-invariant (reported, not required): {'; '.join(parts)}")
     return lines
+
+
+def tier_line(results: Sequence[LawResult]) -> str:
+    """Which tier judged the run's results (``LawResult.tier``): "tiers: 40 probabilistic, 31 deterministic (5
+    by declaration: …), 4 empirical, 90 exact or bitwise" — "" when no result was judged. A result judged on the
+    deterministic tier because a declaration kept the probabilistic one off says which declaration."""
+    judged = [r for r in results if r.status not in ("skipped", "error")]
+    if not judged:
+        return ""
+    parts = []
+    for tier in TIERS:
+        runs = [r for r in judged if r.tier == tier]
+        if not runs:
+            continue
+        off = sorted({str(r.measurements[TIER_OFF]) for r in runs if TIER_OFF in r.measurements})
+        n_off = sum(TIER_OFF in r.measurements for r in runs)
+        why = f" ({n_off} by declaration: {'; '.join(off)})" if off and tier == "deterministic" else ""
+        parts.append(f"{len(runs)} {tier}{why}")
+    rest = sum(r.tier is None for r in judged)
+    if rest:
+        parts.append(f"{rest} exact or bitwise (no rounding bound)")
+    return "tiers: " + ", ".join(parts)

@@ -40,7 +40,7 @@ from hypothesis.errors import Flaky, FlakyStrategyDefinition
 from golden.formats import NAMES, fmt
 from properties import __version__
 from properties.library import components, diagnosis
-from properties.library.assertions import layout
+from properties.library.assertions import FAILED_TIER, TIER, layout
 from properties.library.context import LawContext, SuiteDataError, open_context
 from properties.library.laws import LAWS
 from properties.library.subject import Implementation, NotProvided
@@ -98,6 +98,7 @@ class LawResult:
     replay_data: bytes | None = dataclasses.field(default=None, repr=False)  # that file's content (not in JSON)
     declared: str = ""  # the component's declared conventions this run honoured (Conventions.summary())
     diagnosis: str | None = None  # failed: the convention or bug the counterexample looks like (library.diagnosis)
+    tier: str | None = None  # the tier that judged it: probabilistic | deterministic | empirical (None: no bound)
 
     @property
     def passed(self) -> bool:
@@ -386,8 +387,17 @@ def run_law(
         result.message = _failure_message(failure, ctx, notes)
     result.max_ulp, result.p99_ulp = rec.max_ulp, rec.p99_ulp
     result.headroom, result.bound, result.headroom_median = rec.headroom, rec.bound, rec.headroom_median
+    shown = getattr(failure, "headroom", None)
+    if shown is not None and rec.headroom is not None and not math.isclose(shown, rec.headroom, rel_tol=5e-3):
+        result.message = _before_reproduce(result.message, [
+            f"  headroom {rec.headroom:.3g} in the table: the largest over the examples met; this message shows "
+            f"the shrunk example ({shown:.3g}) — Hypothesis keeps the simplest failing example, not the worst"
+        ])  # fmt: skip
     result.worst_input = rec.failing_input if result.status == "failed" and rec.failing_input else rec.worst_input
     result.measurements = {**rec.measurements, **result.measurements}
+    failed_tier = result.measurements.pop(FAILED_TIER, None)  # the tier a failure exceeded, else the sharpest used
+    used_tier = result.measurements.pop(TIER, None)
+    result.tier = failed_tier if failed_tier is not None and result.cause == "law" else used_tier
     if searched:
         result.measurements["search"] = f"{searched} of profile {prof.name}"
     _honour_declaration(result, ctx)
@@ -405,7 +415,7 @@ def _diagnose(result: LawResult, ctx: LawContext) -> None:
     rec = ctx.recorder
     calls, mismatch = _failing(rec)
     try:
-        found = diagnosis.diagnose(calls, ctx.conventions, law_id=result.law_id, mismatch=mismatch)
+        found = diagnosis.diagnose(calls, ctx.conventions, law_id=result.law_id, mismatch=mismatch, tier=result.tier)
         row = diagnosis.input_row(calls, mismatch)
     except Exception as exc:  # the suite's own problem: reported beside the verdict, never instead of it
         found, row = None, None

@@ -19,6 +19,7 @@ The session
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import shlex
@@ -26,7 +27,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 
-from properties.running import expectations, profiles
+from properties.running import devices, expectations, interpreted, profiles, stops
 from properties.running.loading import ImplementationError
 from properties.running.runner import LawResult, Task, plan
 from properties.running.workers import (
@@ -81,13 +82,15 @@ class Selection:
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
     """How a run goes: worker processes per implementation, the per-law time limit (s), the memory cap of a
-    worker (bytes; None: none), torch's CPU threads in a worker, and whether the implementation runs in a subject
-    process of its own, out of the judge's reach (``boundary``; off only for the benches' baseline)."""
+    worker (bytes; None: none), torch's CPU threads in a worker, how Triton kernels run there ("interpret",
+    "compiled", or "" where Triton is not installed: ``interpreted.choose``), and whether the implementation runs in
+    a subject process of its own, out of the judge's reach (``boundary``; off only for the benches' baseline)."""
 
     workers: int
     timeout: float
     memory_limit: int | None = None
     threads: int = 1
+    triton: str = ""
     boundary: bool = True
 
     @classmethod
@@ -99,12 +102,17 @@ class RunOptions:
         timeout: float | None = None,
         memory_gib: float | None = None,
         threads: int = 1,
+        triton: str = "auto",
     ) -> RunOptions:
         """The options with every default filled in (the one place they are decided): one worker per CPU (at most
-        one per 4 GiB), the profile's time limit, 90 % of the memory shared by the workers."""
+        one per 4 GiB), the profile's time limit, 90 % of the memory shared by the workers, Triton kernels
+        interpreted where there is no CUDA device (``triton="auto"``)."""
         workers = workers or default_workers()
         memory = int(memory_gib * 2**30) if memory_gib else default_memory_limit(workers)
-        return cls(workers, timeout or profiles.get(profile).timeout, memory, threads)
+        chosen = interpreted.choose(
+            triton, cuda="cuda" in devices.accelerators(), installed=interpreted.triton_installed()
+        )
+        return cls(workers, timeout or profiles.get(profile).timeout, memory, threads, chosen)
 
 
 @dataclasses.dataclass
@@ -133,6 +141,19 @@ class Run:
     def results(self) -> list[LawResult]:
         return [r for s in self.subjects for r in s.results]
 
+    def nothing_judged(self) -> str | None:
+        """One line saying why no law run was judged (every one skipped, or none ran) — None when one was. Such a
+        run proves nothing: the commands exit non-zero on it unless told it is expected."""
+        results = self.results
+        if any(r.status != "skipped" for r in results):
+            return None
+        if not results:
+            return f"nothing was judged: none of the {self.planned} planned law runs ran"
+        reasons = collections.Counter(str(r.message).splitlines()[0] if r.message else "no reason" for r in results)
+        reason, count = reasons.most_common(1)[0]
+        also = f" ({len(reasons) - 1} other reason(s) too)" if len(reasons) > 1 else ""
+        return f"nothing was judged: all {len(results)} law runs were skipped, {count} because {reason}{also}"
+
 
 class Session:
     """Worker pools, one per implementation, started on first use and closed with the session."""
@@ -154,9 +175,15 @@ class Session:
         if spec not in self._pools:
             o = self.options
             self._pools[spec] = Pool(
-                spec, workers=o.workers, timeout=o.timeout, memory_limit=o.memory_limit, threads=o.threads, start=start,
+                spec,
+                workers=o.workers,
+                timeout=o.timeout,
+                memory_limit=o.memory_limit,
+                threads=o.threads,
+                start=start,
+                triton=o.triton,
                 boundary=o.boundary,
-            )  # fmt: skip
+            )
         return self._pools[spec].info
 
     def results(
@@ -171,8 +198,14 @@ class Session:
         apply ``expect`` → the results finished, in task order (all of them unless ``interrupted`` is set)."""
         info = self.subject(spec)
         pool = self._pools[spec]
-        results = [r for r in pool.run(tasks, on_result=on_result) if r is not None]
+        got = pool.run(tasks, on_result=on_result)
         self.interrupted = self.interrupted or pool.interrupted
+        if not self.interrupted:  # every planned law run is accounted for: one that vanished is the suite's error
+            for i in (i for i, r in enumerate(got) if r is None):
+                got[i] = _lost(tasks[i])
+                if on_result:
+                    on_result(got[i])
+        results = [r for r in got if r is not None]
         return expectations.apply(results, info, list(expect)) if expect else results
 
     def release(self, spec: str) -> None:
@@ -184,6 +217,15 @@ class Session:
     def close(self) -> None:
         for spec in list(self._pools):
             self.release(spec)
+
+
+def _lost(task: Task) -> LawResult:
+    """The result of a planned law run whose worker gave no result back and no interruption explains it."""
+    return LawResult(
+        task.law_id, task.component, task.dtype, task.device, "error",
+        "no result came back: the worker running it was lost (its process or the fork server died, and the pool "
+        "could not tell it from a finished one); run it again", profile=task.profile, seed=task.seed, law=task.law,
+    )  # fmt: skip
 
 
 def _expectations(selection: Selection, info: SubjectInfo) -> list[expectations.Expectation]:
@@ -227,7 +269,12 @@ def run(
                     on_subject(info)
                 label = spec if several else ""
                 report = (lambda r, label=label: on_result(r, label)) if on_result else None
-                results = session.results(spec, tasks, on_result=report, expect=_expectations(selection, info))
+                kept, left = interpreted.budget(
+                    tasks, info.kernels, selection.profile, info.provided
+                )  # interpreted Triton: ci sizes
+                for r in left if report else ():
+                    report(r)
+                results = left + session.results(spec, kept, on_result=report, expect=_expectations(selection, info))
                 session.release(spec)  # its memory goes back before the next implementation runs
                 out.subjects.append(Subject(info, results))
                 if session.interrupted:
@@ -235,6 +282,7 @@ def run(
                     break
         except Interrupted as exc:
             out.interrupted = exc.signum
+    stops.defer_stops()  # a signal from here on stops the command after its report is written
     out.duration = time.perf_counter() - start
     return out
 

@@ -79,6 +79,8 @@ class Server:
 
     # ---- loading
     def info(self, impl: Any) -> dict[str, Any]:
+        from properties.running import interpreted
+
         module = impl.module
         return {
             "spec": impl.spec,
@@ -89,6 +91,7 @@ class Server:
             "conventions_raw": getattr(module, "CONVENTIONS", None),
             "conventions": {c: impl.convention(c) for c in impl.provided},
             "import_effects": list(impl.import_effects),
+            "kernels": interpreted.describe(module),
         }
 
     def impl(self, spec: str) -> Any:
@@ -374,6 +377,7 @@ def stand_in(link: remote.Link, info: dict[str, Any]) -> Implementation:
     stand.__file__ = info.get("file") if isinstance(info.get("file"), str) else None
     stand.CONVENTIONS = info.get("conventions_raw")
     stand.SKIP_REASON = info.get("skip_reason") if isinstance(info.get("skip_reason"), str) else None
+    stand.__kernels__ = str(info.get("kernels") or "")[:200]  # how its Triton kernels run, as it reported
     spec = str(info.get("spec"))
     for c in info.get("provided") or ():
         if c in COMPONENTS:
@@ -397,10 +401,14 @@ def _keep_only(wire: int) -> None:
 def main(conn: Any, spec: str, options: Any, log: str) -> None:
     """The subject process: load the implementation, say what it provides (or why it cannot be used), serve."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the verifier's to handle
-    from properties.running import processes
+    from properties.running import interpreted, processes
     from properties.running.loading import load
 
+    with contextlib.suppress(OSError):
+        os.setsid()  # its own process group: whatever the subject starts is ended with it (workers._Worker.kill)
+    processes.adopt_orphans()  # and what leaves the group stays its descendant while it lives
     processes.install_environment(options.environ)
+    interpreted.prepare()  # Triton's interpreter and its bridges, before the subject imports Triton
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)

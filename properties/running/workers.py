@@ -20,13 +20,18 @@ record made by the judge:
 * it patches the suite, returns a tensor subclass, writes on its pipes (a forged result, a pickle, a malformed
   message) → no judging code runs in its process, its outputs arrive as checked bytes, a frame that is not the
   wire's is its failure (``crash``) and ends the pair;
+* it starts processes → they end with the worker: each worker runs in its own session and process group, killed
+  as a group, and adopts (as subreaper) what leaves the group, found among its descendants when it is stopped —
+  a background process never outlives the run, nor writes after it;
 * it changes torch's global state → the harness reports it against the subject and restores it
   (``properties.library.state``); the worker re-establishes the assumed state before every law.
 
 A worker's memory is capped (``RLIMIT_AS``, CPU-only runs) so a runaway allocation is a ``MemoryError`` in the
 worker, not the machine's OOM killer. Hypothesis' own files go to the run's temporary directory, never to the
-user's working directory. Ctrl-C or SIGTERM in the parent stops the workers; the results so far are returned
-with ``interrupted`` set, so the caller can still write the table and a partial report.
+user's working directory. Ctrl-C or SIGTERM in the parent stops the workers (while they load the subject too);
+the results so far are returned with ``interrupted`` set, so the caller can still write the table and a partial
+report. A busy worker is kept until it answers, ends or times out, whatever its exit status reads (when the fork
+server dies every worker reads as ended): no task is dropped (the session reports any without a result).
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from properties.library import remote
-from properties.running import processes, subject_server
+from properties.running import interpreted, processes, subject_server
 from properties.running.loading import ImplementationError
 from properties.running.runner import LAWS, LawResult, Task
 
@@ -82,6 +87,7 @@ class SubjectInfo:
     skip_reason: str | None
     conventions: dict[str, dict[str, Any]]
     import_effects: tuple[str, ...] = ()
+    kernels: str = ""  # how its Triton kernels run ("" when it has none): interpreted.describe
 
     @classmethod
     def unknown(cls, spec: str) -> SubjectInfo:
@@ -99,6 +105,7 @@ class SubjectInfo:
             impl.skip_reason,
             {c: impl.convention(c) for c in impl.provided},
             tuple(impl.import_effects),
+            getattr(impl.module, "__kernels__", None) or interpreted.describe(impl.module),  # (a stand-in: reported)
         )
 
 
@@ -150,9 +157,14 @@ def _judge_main(
     asks for against the subject's stand-in and sends back each LawResult. (``wire`` None: no subject process —
     the implementation is imported here, judge and subject in one process: ``WorkerOptions.boundary`` off.)"""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    with contextlib.suppress(OSError):
+        os.setsid()  # its own process group: whatever runs under it is ended with it (_Worker.kill)
+    processes.adopt_orphans()  # and what leaves the group (setsid) stays its descendant while it lives
     if wire is not None:
         _undumpable()
     processes.install_environment(options.environ)
+    if wire is None:  # the implementation is imported here
+        interpreted.prepare()  # Triton's interpreter and its bridges, before the subject imports Triton
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -234,6 +246,23 @@ def _subject_of(link: Any, spec: str, *, first: bool = True) -> Any:
     except Exception as exc:
         raise ImplementationError(f"implementation {spec!r} declares conventions that cannot be read: {exc}") from None
     return impl
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (from /proc; [] where there is none)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.parent.name))
+    found, todo = [], list(children.get(pid, ()))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo.extend(children.get(child, ()))
+    return found
 
 
 # ---------------------------------------------------------------------------------------------- the parent side
@@ -377,20 +406,34 @@ class _Worker:
     def alive(self) -> bool:
         return all(p.is_alive() for p in self._processes)
 
-    def kill(self) -> None:
-        for p in self._processes:
+    def kill(self, escaped: list[int] | None = None) -> None:
+        """End the worker — its judge and its subject process, every process of their groups and their descendants
+        (what the subject started: a background process must not outlive the run, nor write after it), whatever
+        their exit status reads. ``escaped``: their descendants, when found before they were told to stop (after
+        they end those are init's)."""
+        procs = self._processes
+        if escaped is None:
+            escaped = [d for p in procs if p.pid is not None for d in _descendants(p.pid)]
+        for p in procs:
             if p.is_alive():
                 p.kill()
-        for p in self._processes:
+            if p.pid is not None:
+                with contextlib.suppress(OSError):
+                    os.killpg(p.pid, signal.SIGKILL)
+        for child in escaped:
+            with contextlib.suppress(OSError):
+                os.kill(child, signal.SIGKILL)
+        for p in procs:
             p.join(5)
         self.conn.close()
 
     def stop(self) -> None:
+        escaped = [d for p in self._processes if p.pid is not None for d in _descendants(p.pid)]  # while adopted
         with contextlib.suppress(OSError, ValueError):
             self.conn.send(None)
         for p in self._processes:  # the subject returns when its link with the judge closes
             p.join(2)
-        self.kill()
+        self.kill(escaped)
 
 
 @contextlib.contextmanager
@@ -429,12 +472,14 @@ class Pool:
         memory_limit: int | None = None,
         threads: int = 1,
         start: int | None = None,
+        triton: str = "",
         boundary: bool = True,
     ) -> None:
         self.spec = spec
         self.size = max(1, workers)
         self._tmp = tempfile.mkdtemp(prefix="nanolm-verify-")
         environ = {**processes.environment(), "HYPOTHESIS_STORAGE_DIRECTORY": str(Path(self._tmp) / "hypothesis")}
+        environ.update(interpreted.worker_environ(triton))  # the workers' only: the verifier's stays as it is
         self.options = WorkerOptions(timeout, memory_limit, threads, self._tmp, environ, boundary)
         self._started = 0
         self._workers: list[_Worker] = []
@@ -449,11 +494,16 @@ class Pool:
             self.close()  # the run's temporary directory (the worker logs) goes too
             raise
         self._workers.append(started[0])
-        for w in started[1:]:
+        for i, w in enumerate(started[1:], 1):
             try:
                 w.hello(max(120.0, timeout))
-            except BaseException:  # the first one loaded: a later one failing is replaced when the run needs it
+            except (ImplementationError, OSError):  # the first one loaded: one failing later is replaced when needed
                 w.kill()
+            except BaseException:  # an interruption (Ctrl-C, SIGTERM) stops the run, never a worker alone
+                for other in started[i:]:
+                    other.kill()
+                self.close()
+                raise
             else:
                 self._workers.append(w)
 
@@ -504,7 +554,9 @@ class Pool:
                         results[index] = result
                         if on_result:
                             on_result(result)
-                    self._workers = [w for w in self._workers if w.alive]
+                    # a busy worker stays until it answers, ends (EOF) or times out: one that merely *looks* dead
+                    # (its fork server died: every exit status reads 255) would otherwise take its task with it
+                    self._workers = [w for w in self._workers if w.alive or w.task]
             except Interrupted as exc:
                 self.interrupted = exc.signum
             except KeyboardInterrupt:

@@ -51,7 +51,8 @@ class DazRMSNorm(nanolm_core.RMSNorm):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         def daz(t: torch.Tensor) -> torch.Tensor:
-            return torch.where(t.abs() < torch.finfo(x.dtype).tiny, torch.zeros_like(t), t).to(_c(x))
+            subnormal = (t != 0) & (t.abs() < torch.finfo(x.dtype).tiny)  # (exact zeros pass: their gradient too)
+            return torch.where(subnormal, torch.zeros_like(t), t).to(_c(x))
 
         return F.rms_norm(daz(x), (self.dim,), daz(self.weight), self.eps).to(x.dtype)
 

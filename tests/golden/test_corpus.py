@@ -218,10 +218,10 @@ def _manifest(d: Path, edit: Callable[[dict[str, Any]], Any]) -> None:
 def _refusal(d: Path, family: str, capsys: pytest.CaptureFixture[str]) -> str:
     """The one-line CorpusError of cases(family), and the same refusal from `golden verify` (exit 1, no OK)."""
     with pytest.raises(corpus.CorpusError) as exc:
-        corpus.cases(family, d)
+        corpus.cases(family, d, pinned=False)  # (a small corpus: not the pinned one, nor every case of the recipe)
     msg = str(exc.value)
     assert "\n" not in msg and "regen" in msg, msg
-    assert main(["golden", "verify", "--data", str(d), "--sample", "0"]) == 1
+    assert main(["golden", "verify", "--data", str(d), "--sample", "0", "--unpinned"]) == 1
     out, err = capsys.readouterr()
     assert "OK" not in out and "Traceback" not in err and err.count("\n") == 1 and "REFUSED" in err, err
     return msg
@@ -338,15 +338,148 @@ def test_a_malformed_case_is_refused_even_with_a_fixed_manifest(
     assert f"{fam}.json" in msg and message in msg, msg
 
 
-def test_a_modified_recipe_case_is_refused_when_used(tiny: Path) -> None:
+def _big_case() -> dict[str, Any]:
     doc = json.loads((corpus.DATA_DIR / "rmsnorm.json").read_text())
-    big = next(r for r in doc["cases"] if r["id"] == "D2048-mean-outlier-bfloat16")
+    return next(r for r in doc["cases"] if r["id"] == "D2048-mean-outlier-bfloat16")
+
+
+def test_a_modified_recipe_is_refused_when_loaded(tiny: Path) -> None:
+    """(It was refused only when its values were generated and hashed; the generator's recipe says it first.)"""
+    big = _big_case()
     big["inputs"]["x"]["recipe"]["seed"] += 1
     _family(tiny, "rmsnorm", lambda d: d.update(cases=[*d["cases"], big], n_cases=3))
-    case = corpus.cases("rmsnorm", tiny)[-1]
+    with pytest.raises(corpus.CorpusError, match="D2048-mean-outlier-bfloat16.*recipe .* is not the generator's"):
+        corpus.cases("rmsnorm", tiny, pinned=False)
+
+
+def test_a_recipe_case_whose_values_do_not_hash_is_refused_when_used(tiny: Path) -> None:
+    big = _big_case()
+    big["inputs_sha256"] = "0" * 64
+    _family(tiny, "rmsnorm", lambda d: d.update(cases=[*d["cases"], big], n_cases=3))
+    case = corpus.cases("rmsnorm", tiny, pinned=False)[-1]
     assert case.lazy
     with pytest.raises(corpus.CorpusError, match="D2048-mean-outlier-bfloat16.*inputs do not hash"):
         _ = case.inputs
+
+
+# ------------------------------------------------------------------------------ a corpus that cannot be swapped
+def _regolden(rec: dict[str, Any], value: str) -> None:
+    """Set a case's first golden value and re-hash it (golden_sha256): only the pin or the recipe can tell."""
+    rec["golden"]["decimal"][0] = value
+    g = corpus.decode_decimal(rec["golden"]["decimal"], rec["golden"]["shape"])
+    rec["golden_sha256"] = corpus.sha256_arrays({"hi": g.hi, "lo": g.lo})
+
+
+def _case(doc: dict[str, Any], case_id: str) -> dict[str, Any]:
+    return next(r for r in doc["cases"] if r["id"] == case_id)
+
+
+def _huge(doc: dict[str, Any]) -> None:
+    _case(doc, "llama7b-row-bfloat16")["inputs"]["x"]["shape"] = [10**6, 4096]  # a recipe: nothing to store
+
+
+# tampering → (family, its edit of the family document, the law that reads it, dtype, what the recipe check says)
+TAMPERS: dict[str, tuple[str, Callable[[dict[str, Any]], Any], str, str, str | None]] = {
+    "golden changed, re-hashed": (
+        "rmsnorm", lambda doc: _regolden(_case(doc, "D1-eps-dominated-bfloat16"), "1.5e0"),
+        "RMSNorm.rmsnorm_matches_stored_golden", "bf16", None,  # (a reviewed re-pin: golden verify recomputes it)
+    ),
+    "NaN golden, re-hashed": (
+        "rmsnorm", lambda doc: _regolden(_case(doc, "D1-eps-dominated-bfloat16"), "nan"),
+        "RMSNorm.rmsnorm_matches_stored_golden", "bf16", "golden value at (0, 0) is nan, not finite",
+    ),
+    "case list cut from 10 to 3": (
+        "block", lambda doc: doc.update(cases=doc["cases"][:3], n_cases=3),
+        "Block.block_matches_stored_golden", "fp64", "lacks 7 case(s) of the recipe",
+    ),
+    "huge recipe shape": (
+        "swiglu", _huge, "SwiGLU.swiglu_matches_stored_golden", "bf16",
+        "input x has shape [1000000, 4096] where the recipe has [1, 4096]",
+    ),
+}  # fmt: skip
+
+
+@pytest.fixture
+def copied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the packaged corpus, which the stored-golden laws read instead of the packaged one."""
+    import functools
+    import shutil
+
+    from properties.library.laws import stored
+
+    copy = tmp_path / "data"
+    shutil.copytree(corpus.DATA_DIR, copy)
+    monkeypatch.setattr(corpus, "cases", functools.partial(corpus.cases, data_dir=copy))
+    stored._cases.cache_clear()
+    yield copy
+    stored._cases.cache_clear()
+
+
+def _tamper(copy: Path, problem: str) -> None:
+    """Apply a tampering and re-sign the manifest: the copy vouches for itself again."""
+    family, edit, *_ = TAMPERS[problem]
+    path = copy / f"{family}.json"
+    doc = json.loads(path.read_text())
+    edit(doc)
+    header = {k: v for k, v in doc.items() if k not in ("magic", "format_version", "family", "n_cases", "cases")}
+    corpus.write_family(path, family, header, doc["cases"])
+    corpus.write_manifest(copy, "tampered")
+
+
+def _law_verdict(problem: str) -> Any:
+    from properties.library.laws import LAWS
+    from properties.running.loading import load
+    from properties.running.runner import run_law
+
+    _, _, law_id, dtype, _ = TAMPERS[problem]
+    return run_law(LAWS[law_id], load("nanolm_core"), dtype=dtype, profile="ci")
+
+
+def test_the_copy_of_the_packaged_corpus_is_the_pinned_one(copied: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert corpus.file_sha256(copied / corpus.MANIFEST) == corpus.MANIFEST_SHA256
+    assert main(["golden", "verify", "--data", str(copied), "--sample", "0"]) == 0
+    assert _law_verdict("case list cut from 10 to 3").status == "passed"
+
+
+@pytest.mark.parametrize("problem", list(TAMPERS))
+def test_a_swapped_corpus_is_refused_by_the_pin_as_the_suite_s_error(
+    problem: str, copied: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Re-hashed so that its own manifest vouches for it: golden verify refuses it (exit 1), and a law reading it
+    is an error of the suite's data — never a failure of the (correct) reference, never a pass on fewer cases."""
+    _tamper(copied, problem)
+    assert main(["golden", "verify", "--data", str(copied), "--sample", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "REFUSED" in err and "is not the corpus this version pins" in err and err.count("\n") == 1, err
+    result = _law_verdict(problem)
+    assert result.status == "error" and result.cause is None, (result.status, result.message)
+    assert result.message.startswith("stored golden corpus unusable: ") and "pins" in result.message
+
+
+@pytest.mark.parametrize("problem", [p for p, t in TAMPERS.items() if t[4]])
+def test_a_re_pinned_swap_is_still_refused_by_the_recipe(
+    problem: str, copied: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pin updated with the swap (a careless review): every case, dtype and shape of generate.py's recipe and
+    finite goldens are still required — by golden verify and by the law, as the suite's error."""
+    _tamper(copied, problem)
+    monkeypatch.setattr(corpus, "MANIFEST_SHA256", corpus.file_sha256(copied / corpus.MANIFEST))
+    said = TAMPERS[problem][4]
+    assert main(["golden", "verify", "--data", str(copied), "--sample", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "REFUSED" in err and said in err and err.count("\n") == 1, err
+    result = _law_verdict(problem)
+    assert result.status == "error" and said in result.message, (result.status, result.message)
+
+
+def test_a_re_pinned_changed_golden_fails_golden_verify(
+    copied: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A finite, re-hashed, re-pinned golden change of a cheap case: golden verify recomputes it and fails."""
+    _tamper(copied, "golden changed, re-hashed")
+    monkeypatch.setattr(corpus, "MANIFEST_SHA256", corpus.file_sha256(copied / corpus.MANIFEST))
+    assert main(["golden", "verify", "--data", str(copied)]) == 1
+    assert "D1-eps-dominated-bfloat16" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------------------------- regen
@@ -371,9 +504,12 @@ def test_regen_of_one_family_rewrites_it_and_the_manifest(
     monkeypatch.setitem(generate.GENERATORS, "block", lambda: list(first_two())[:2])  # (skip the long sequences)
     others = {f: (tiny / f"{f}.json").read_bytes() for f in ("rmsnorm", "swiglu")}
     assert main(["golden", "regen", "--data", str(tiny), "--family", "block", "--force"]) == 0
-    assert main(["golden", "verify", "--data", str(tiny)]) == 0
+    assert main(["golden", "verify", "--data", str(tiny)]) == 1  # a regenerated corpus is not the pinned one …
+    assert "is not the corpus this version pins" in capsys.readouterr().err
+    assert main(["golden", "verify", "--data", str(tiny), "--unpinned"]) == 0  # … until its pin is updated
     assert all((tiny / f"{f}.json").read_bytes() == b for f, b in others.items())
-    assert [c.id for c in corpus.cases("block", tiny)] == ["D32-H4-G2-T6-bfloat16", "D32-H8-G4-T5-float32"]
+    ids = [c.id for c in corpus.cases("block", tiny, pinned=False)]
+    assert ids == ["D32-H4-G2-T6-bfloat16", "D32-H8-G4-T5-float32"]
 
 
 @pytest.mark.parametrize("family", corpus.FAMILIES)

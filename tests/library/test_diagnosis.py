@@ -49,7 +49,10 @@ def test_the_first_failure_names_the_convention_and_declaring_it_makes_the_law_h
     declared = _suggested(first.diagnosis)
     assert declared.keys() == expected.keys()
     again = run_law(LAWS[first.law_id], subject(component, cls, declared), dtype=first.dtype, profile="ci")
-    assert again.status == "passed", again.message
+    # a finite-difference law (gradcheck, gradgradcheck: first in plan order since the second-order axis) is
+    # excused by the declaration, as its diagnosis says; every other law holds under it
+    excused = first.law_id.endswith("gradcheck") and again.status == "xfailed" and "declared" in again.message
+    assert again.status == "passed" or excused, again.message
 
 
 def test_a_genuine_bug_gets_no_known_convention_matches():
@@ -81,7 +84,7 @@ def test_an_error_of_fp32_size_in_fp64_is_not_called_fp32_arithmetic(cls):
     assert result.diagnosis is None or not result.diagnosis.startswith("consistent with"), result.diagnosis
 
 
-@pytest.mark.parametrize("name", ["mean_subtraction", "abs_of_x", "rmsnorm_unnormalised_tail", "bf16_accumulation"])
+@pytest.mark.parametrize("name", ["abs_of_x", "rmsnorm_unnormalised_tail", "bf16_accumulation"])
 def test_catalogue_bugs_are_not_dressed_as_conventions(name):
     p = PITFALLS[name]
     result = run_law(LAWS[p.law], load(p.module), dtype=p.dtype, profile="ci")
@@ -93,6 +96,7 @@ def test_catalogue_bugs_are_not_dressed_as_conventions(name):
     ("name", "looks_like"),
     [
         ("gemma_offset_twice", "looks like Gemma's (1 + w) applied to the contract's gain"),
+        ("mean_subtraction", "looks like LayerNorm's centring"),  # issue 37: centring is named
         ("forgot_gamma", "looks like γ = 1: the gain not applied"),
         ("rmsnorm_cached_weight_cast", "looks like stale state: the result is right for the same module's weights"),
         ("rope_class_cache", "looks like stale state: the result is right for another instance's weights"),
@@ -113,9 +117,23 @@ class LlamaStyle(nanolm_core.RMSNorm):
         return self.weight * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
 
 
+class LlamaStyleDivided(nanolm_core.RMSNorm):
+    """HF Llama's order dividing by √(ms + eps) instead of multiplying by rsqrt: no order the diagnosis reproduces
+    bit for bit, every element rounded at fp32's precision all the same."""
+
+    def forward(self, x):
+        h = x.to(torch.float32)
+        return self.weight * (h / torch.sqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
+
+
 def test_fp32_rounding_in_every_element_is_fp32_arithmetic_though_the_outputs_are_not_fp32_values():
-    result = run_law(LAWS["RMSNorm.rmsnorm_matches_golden"], subject("RMSNorm", LlamaStyle), dtype="fp64", profile="ci")
-    assert result.diagnosis.startswith("consistent with fp32 arithmetic on fp64 inputs (every element carries")
+    law = LAWS["RMSNorm.rmsnorm_matches_golden"]
+    result = run_law(law, subject("RMSNorm", LlamaStyleDivided), dtype="fp64", profile="ci")
+    head = "consistent with fp32 arithmetic on fp64 inputs ("  # shrunk rows may round as HF Llama's order does:
+    evidence = (f"{head}every element carries", f"{head}fp32 arithmetic in HF Llama")
+    assert result.diagnosis.startswith(evidence), result.diagnosis
+    result = run_law(law, subject("RMSNorm", LlamaStyle), dtype="fp64", profile="ci")  # torch's mean: reproduced
+    assert result.diagnosis.startswith("consistent with fp32 arithmetic on fp64 inputs (fp32 arithmetic in HF Llama")
 
 
 def test_rows_broken_exactly_where_fp32_overflows_are_fp32_arithmetic():
@@ -129,8 +147,11 @@ def test_a_gradcheck_of_an_fp32_forward_is_explained_as_such():
     result = run_law(law, subject("RMSNorm", Fp32ForFp64RMSNorm), dtype="fp64", profile="ci")
     assert result.diagnosis.startswith("consistent with fp32 arithmetic")
     assert "finite differences of this forward measure its rounding" in result.diagnosis
-    llama = run_law(law, subject("RMSNorm", LlamaStyle), dtype="fp64", profile="ci")  # no fp32 trace when shrunk
-    assert "its precision, not its backward, fails the check" in llama.diagnosis
+    llama = run_law(law, subject("RMSNorm", LlamaStyle), dtype="fp64", profile="ci")
+    # shrunk to rows without fp32 values or a per-element spread, fp32 arithmetic in HF Llama's order still
+    # reproduces the forward bit for bit (issue 37: it used to say "no known convention matches … its precision")
+    assert llama.diagnosis.startswith("consistent with fp32 arithmetic"), llama.diagnosis
+    assert "reproduces it bit for bit" in llama.diagnosis
 
 
 def test_a_declared_batch_variant_kernel_is_diagnosed_as_such():
@@ -239,3 +260,73 @@ def test_a_regime_failure_shows_its_input_row():
     call = _call("RMSNorm", big, {"weight": torch.ones(2, dtype=torch.float16)}, big, 2, eps=1e-6)
     row = diagnosis.input_row([call], {"what": "y", "actual": big.double().numpy(), "index": (0, 0)})
     assert "x² overflows fp16: max |x| 300" in row
+
+
+# ------------------------------------------------------------------------ the commonest causes (issue 37)
+
+
+def _run(module: str, law: str, dtype: str):
+    result = run_law(LAWS[law], load(module), dtype=dtype, profile="ci")
+    assert result.status == "failed" and result.cause == "law", result.message
+    return result
+
+
+@pytest.mark.parametrize("module", ["tests.wrappers.hf_llama_norm", "tests.wrappers.hf_t5_norm"])
+def test_fp32_arithmetic_where_eps_vanishes_is_fp32_arithmetic_not_eps_zero(module):
+    """On x = [1.] and 4·x in fp64, fp32 arithmetic rounds 16 + 1e-6 to 16: the eps = 0 result within fp64's
+    bound. fp32 arithmetic reproduces it bit for bit, and that is what the diagnosis says."""
+    result = _run(module, "RMSNorm.rmsnorm_is_scale_invariant", "fp64")
+    assert 'declare `compute_dtype: {"fp64": "fp32"}`' in result.diagnosis, result.diagnosis
+
+
+def test_an_fp64_output_with_an_fp32_statistic_is_fp32_arithmetic():
+    """HF T5 in an fp64 layer: x (fp64) times an fp32 rsqrt, ·γ in fp64 — no fp32 values, one factor per row."""
+    result = _run("tests.wrappers.hf_t5_norm", "RMSNorm.rmsnorm_matches_golden", "fp64")
+    assert "T5's" in result.diagnosis and 'compute_dtype: {"fp64": "fp32"}' in result.diagnosis, result.diagnosis
+
+
+def test_fp32_arithmetic_in_an_fp64_add_rmsnorm_is_named():
+    result = _run("tests.wrappers.add_norm_hf", "AddRMSNorm.add_rmsnorm_matches_golden", "fp64")
+    assert 'compute_dtype: {"fp64": "fp32"}' in result.diagnosis, result.diagnosis
+
+
+@pytest.mark.parametrize("dtype", ["fp64", "fp16"])
+def test_a_centred_statistic_is_named(dtype):
+    result = _run("tests.wrappers.keras_centring", "RMSNorm.rmsnorm_does_not_center", dtype)
+    assert result.diagnosis.startswith("looks like a centred statistic"), result.diagnosis
+
+
+@pytest.mark.parametrize(
+    ("law", "dtype"),
+    [("RMSNorm.rmsnorm_matches_golden_at_code_path_sizes", "fp32"), ("RMSNorm.rmsnorm_matches_golden", "bf16"),
+     ("RMSNorm.rmsnorm_matches_golden", "fp64"), ("RMSNorm.rmsnorm_is_scale_invariant", "fp16")],
+)  # fmt: skip
+def test_eps_outside_the_square_root_gets_one_answer_across_laws(law, dtype):
+    """It used to get "eps stored in fp16" (fp32), "eps = 0" (bf16) and "no known convention" (fp64): where the
+    eps-outside function also explains a call, no eps hypothesis is its explanation."""
+    assert _run("properties.gallery.eps_outside_sqrt", law, dtype).diagnosis == diagnosis.NO_MATCH
+
+
+def test_a_gradcheck_of_a_wrong_forward_says_the_forward_is_wrong_not_its_precision():
+    """The gradcheck of a forward far off its golden value (a structure no hypothesis names) says the forward is
+    wrong — it used to call an error of 1.4e3 "its precision"; a named structure is named (keras' centring)."""
+    x, w = torch.randn(2, 8, generator=torch.Generator().manual_seed(7), dtype=torch.float64), torch.ones(8)
+    wrong = _call("RMSNorm", x, {"weight": w}, 3 * _rmsnorm(x, w, 1e-6), 8, eps=1e-6)  # every output tripled
+    found = diagnosis.diagnose([wrong], None, law_id="RMSNorm.rmsnorm_gradients_pass_gradcheck")
+    assert found.text.startswith(diagnosis.NO_MATCH) and "the forward itself is wrong" in found.text, found.text
+    assert "precision" not in found.text
+    close = _call("RMSNorm", x, {"weight": w}, _rmsnorm(x, w, 1e-6) * (1 + 2.0**-20), 8, eps=1e-6)
+    found = diagnosis.diagnose([close], None, law_id="RMSNorm.rmsnorm_gradients_pass_gradcheck")
+    assert "its precision, not its backward" in found.text, found.text
+    keras = _run("tests.wrappers.keras_centring", "RMSNorm.rmsnorm_gradients_pass_gradcheck", "fp64")
+    assert keras.diagnosis.startswith("looks like a centred statistic"), keras.diagnosis
+
+
+def test_a_failure_only_the_probabilistic_tier_sees_is_diagnosed_on_that_tier():
+    """softmax in bf16 inside an fp32 Block: within the deterministic bound, beyond the tier. Judged as the law
+    judged it, the call is out of its bound, and a bug gets its line (it used to get none); nor is it dressed as
+    narrower arithmetic (an fp32 Block's errors of a bf16 stage are no library's convention)."""
+    p = PITFALLS["softmax_in_bf16"]
+    result = run_law(LAWS[p.law], load(p.module), dtype=p.dtype, profile="ci")
+    assert result.status == "failed" and result.tier == "probabilistic"
+    assert result.diagnosis == diagnosis.NO_MATCH, result.diagnosis

@@ -312,3 +312,45 @@ def rmsnorm_vjp(x: np.ndarray, w: np.ndarray, eps: float, g: np.ndarray, t: torc
     dx = r_t(r * gw - r * r * r * A * xc / c(x.shape[-1]))
     terms = r_t(gc * r_t(xc * r))
     return to_t(dx, t), to_t(reduce(np.ascontiguousarray(terms.T), sums), t)
+
+
+# Autograd's rounding patterns in RMSNorm's backward (the sharp tier must hold for each, issue 37): where x meets
+# two dtypes, autograd forms one gradient contribution per use and rounds each to x's dtype before adding them.
+VJP_PATTERNS = (
+    "t5",  # HF T5 / flax: Σx² of x.to(c), x (t) · r (c) promoted to c, then .to(t)·w in t — emulated op by op
+    "terms",  # a hand-written backward that rounds every elementwise term to t: g⊙w, r·(g⊙w), the x·(r³A/D) term
+    "summed_in_t",  # the two contributions rounded to t and added in t in the other order (−term₂ + term₁)
+)
+
+
+def rmsnorm_vjp_pattern(
+    x: np.ndarray, w: np.ndarray, eps: float, g: np.ndarray, t: torch.dtype, order: str, pattern: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """(dx, dγ) of RMSNorm rows x for the cotangent g as ``pattern`` (VJP_PATTERNS) computes them, every sum in
+    ``order``, every operation in c (numpy, rounded to nearest), every rounding to t through torch.
+
+    "t5" is torch autograd's graph of ``w * (x * rsqrt(x.to(c).pow(2).mean(-1) + eps)).to(t)`` step by step: dz =
+    fl_t(g·w); the product's contribution fl_t(dz·r); rsqrt's backward −½·dr·r³ (dr = Σ dz·x), the mean's 1/D, the
+    square's 2·x, that contribution fl_t(…); dx = fl_t(both added); dγ = Σ_rows fl_t(g·fl_t(x·r))."""
+    c = compute_dtype(t)
+    sums = "sequential" if order == "fma" else order
+    D = x.shape[-1]
+    xc, wc, gc = x.astype(c), w.astype(c), g.astype(c)
+    r = c(1) / np.sqrt(reduce(xc * xc, sums)[..., None] / c(D) + c(eps))
+    gw = to_t(gc * wc, t)
+    if pattern == "t5":
+        one = to_t(gw * r, t)
+        dr = dot(gw, xc, order)[..., None]
+        dvar = (c(-0.5) * dr) * (r * r * r)
+        two = to_t((dvar / c(D)) * (c(2) * xc), t)
+        dx = to_t(one + two, t)
+    elif pattern == "terms":
+        A = dot(gw, xc, order)[..., None]
+        dx = to_t(to_t(r * gw, t) - to_t(xc * (r * r * r * A / c(D)), t), t)
+    elif pattern == "summed_in_t":
+        A = dot(gw, xc, order)[..., None]
+        dx = to_t(-to_t(r * r * r * A * xc / c(D), t) + to_t(r * gw, t), t)
+    else:
+        raise ValueError(f"unknown pattern {pattern!r}")
+    terms = to_t(gc * to_t(xc * r, t), t)
+    return to_t(dx, t), to_t(reduce(np.ascontiguousarray(terms.T), sums), t)

@@ -72,6 +72,15 @@ def test_the_members_admit_correct_implementations_of_every_convention(dtype: to
             assert np.abs(_vjp(cls, params, x, v, dtype) - exact).max() <= b.abs.max(), (cls, seed)
 
 
+def _premise(holds: bool, what: str) -> None:
+    """Issue 37: a test whose premise is one CPU's or library's rounding on one case (which member a GEMM or a
+    reduction of torch rounds beyond the others) asserts what holds on every machine first — the implementation is
+    within every member's allowance — and then checks the premise, skipping with the reason where this machine's
+    arithmetic does not produce it (another SIMD width, another BLAS kernel): a proof must not rest on one machine."""
+    if not holds:
+        pytest.skip(f"premise not produced by this machine's arithmetic: {what}")
+
+
 def _vjp(
     cls: type,
     params: dict[str, torch.Tensor],
@@ -202,10 +211,12 @@ def test_the_attention_pair_or_random_roundings_admit_a_correct_implementation_t
     def allowed(ms: list[np.ndarray]) -> float:
         return float(bounds.block_vjp(ms, exact, SHRUNK_CONFIG, 4, dt).abs.max())
 
-    assert err > allowed(fixed)
     assert err <= allowed(fixed + random)
     assert err <= allowed(fixed + pairs)
     assert err <= allowed(members)
+    _premise(
+        err > allowed(fixed), f"SDPA + RoPE in bf16 errs {err:.3g}, within the fixed conventions' {allowed(fixed):.3g}"
+    )
 
 
 # After a case Hypothesis found (dev profile, seed 9, `block_preserves_gradient_through_depth[fp32]` on hf-phi3): its
@@ -246,8 +257,12 @@ def test_the_fused_projections_admit_phi3_through_depth_where_no_other_member_do
         return float(bounds.block_depth_ratio(rs, exact, FUSED_CONFIG, x.shape[1], block_laws.DEPTH, dt).abs[0])
 
     assert sum(fused) == 1
-    assert abs(got - exact) > allowed(others)
     assert abs(got - exact) <= allowed(refs)
+    _premise(
+        abs(got - exact) > allowed(others),
+        f"Phi-3's fused product errs {abs(got - exact):.3g}, within the other members' {allowed(others):.3g} "
+        "(this CPU's GEMM rounds the fused and the separate products alike on the case)",
+    )
 
 
 class _AlongTheRows(torch.autograd.Function):
@@ -304,5 +319,9 @@ def test_the_row_ordered_members_admit_a_norm_weight_gradient_summed_along_the_r
 
     error = np.abs(got.double().numpy() - exact).max()
     assert sum(rows) == 2
-    assert error > allowed(others)
     assert error <= allowed([r[name] for r in refs])
+    _premise(
+        error > allowed(others),
+        f"the row-by-row ∂γ errs {error:.3g}, within the other members' {allowed(others):.3g} (torch's reduction "
+        "order over the rows on this CPU)",
+    )

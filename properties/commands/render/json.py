@@ -81,6 +81,7 @@ def check_report(run: Run, info: SubjectInfo, *, exit_status: int, threads: int 
             "skip_reason": info.skip_reason,
             "conventions": info.conventions,
             "import_effects": list(info.import_effects),
+            "kernels": info.kernels,
             "declarations": [d.to_json() for d in findings.subject_declarations(results, info)],
         },
         "platform": {

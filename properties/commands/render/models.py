@@ -156,7 +156,13 @@ class Result(_Model):
         description="Failed (cause law): the known convention or bug the counterexample looks like "
         "(properties.library.diagnosis), 'no known convention matches', or null when it could not be judged.",
     )
-    tier: str | None = Field(None, description="The bound's tier where the laws report one (absent otherwise).")
+    tier: Literal["probabilistic", "deterministic", "empirical"] | None = Field(
+        None,
+        description="The tier that judged the result: 'probabilistic' (the sharp tier judged some comparison; "
+        "failed: the tier the worst element exceeded), 'deterministic' (the derived bound alone), 'empirical' (the "
+        "Block derivative oracle); null where no rounding bound judged (bitwise and exact laws). Measurement "
+        "'tier off' names a declaration that kept the probabilistic tier off drawn inputs.",
+    )
 
 
 class CheckReport(_Model):

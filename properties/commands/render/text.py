@@ -129,6 +129,7 @@ def check_header(info: SubjectInfo, selection: Selection, planned: int) -> str:
         f"  profile {selection.profile}{seeded}, devices {', '.join(selection.devices)}, {planned} law runs",
     ]
     lines += wrap(f"  skipped: {info.skip_reason}") if info.skip_reason else []
+    lines += wrap(f"  kernels: {info.kernels}") if info.kernels else []
     for component, declared in parse_all(info.conventions, records.names()).items():
         if component in info.provided and declared.summary():
             lines += wrap(f"  declared {component}: {declared.summary()}")
@@ -179,6 +180,8 @@ def check_footer(
     if skipped:
         blocks.append("\n".join(wrap("skip reasons: " + "; ".join(skipped[:6]) + (" …" if len(skipped) > 6 else ""))))
     blocks += ["\n".join(wrap(f"diagnosis: {line}")) for line in findings.diagnosis_lines(results)]
+    tiers = findings.tier_line(results)
+    blocks += ["\n".join(wrap(tiers))] if tiers else []
     blocks += ["\n".join(wrap(f"measured: {line}")) for line in findings.batch_lines(results)]
     unneeded = [d for d in findings.subject_declarations(results, info) if d.warning] if info is not None else []
     blocks += ["\n".join(wrap(f"warning: {d.text()}")) for d in unneeded]

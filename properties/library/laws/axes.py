@@ -157,6 +157,27 @@ def _seeded(shape: tuple[int, ...], dtype: DType, seed: int) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------------------------- call contexts
+def _under(record: Component, module: Any, inputs: tuple, case: Any, dtype: DType, ctx: Any, memo: dict) -> None:
+    """One call of the context law: ``module(*inputs)`` under ``ctx``, its outputs judged (autocast: in the input
+    dtype or the autocast dtype, at that precision); under deterministic algorithms a second call bitwise the first."""
+    __tracebackhide__ = True
+    describe(call_context=str(ctx))
+    when = f"under {ctx}"
+    with contexts.within(ctx):
+        outs = record.call(module, inputs, grad=ctx.grad == "enabled", check=ctx.autocast is None)
+    judged = dtype
+    if ctx.autocast is not None:  # an op autocast lists may run in its dtype: judged at that precision
+        judged = ctx.autocast_dtype
+        _outputs_shaped(record, outs, inputs[0], (dtype, judged), when)
+    _judge(record, outs, case, judged, when, record_ulps=ctx == contexts.PLAIN, memo=memo)
+    if ctx.deterministic:
+        with contexts.within(ctx):
+            again = record.call(module, inputs, grad=ctx.grad == "enabled", check=False)
+        for name, a, b in zip(record.outputs, outs, again, strict=True):
+            why = "deterministic algorithms: the same call twice gives the same bits"
+            assert_bitwise_equal(b.detach(), a.detach(), what=f"{name} of a second call {when}", why=why)
+
+
 def _contexts(record: Component) -> Callable[..., Any]:
     def body(impl: Any, dtype: DType, device: str, data: Data) -> None:
         wide = dtype == torch.float32  # drawn exact in bf16: autocast's cast of the inputs is then exact
@@ -166,21 +187,7 @@ def _contexts(record: Component) -> Callable[..., Any]:
         module = record.build(impl, case, dtype, device)
         inputs, memo = _on(case, device), {}
         for ctx in regimes.call_contexts(dtype):
-            describe(call_context=str(ctx))
-            when = f"under {ctx}"
-            with contexts.within(ctx):
-                outs = record.call(module, inputs, grad=ctx.grad == "enabled", check=ctx.autocast is None)
-            judged = dtype
-            if ctx.autocast is not None:  # an op autocast lists may run in its dtype: judged at that precision
-                judged = ctx.autocast_dtype
-                _outputs_shaped(record, outs, inputs[0], (dtype, judged), when)
-            _judge(record, outs, case, judged, when, record_ulps=ctx == contexts.PLAIN, memo=memo)
-            if ctx.deterministic:
-                with contexts.within(ctx):
-                    again = record.call(module, inputs, grad=ctx.grad == "enabled", check=False)
-                for name, a, b in zip(record.outputs, outs, again, strict=True):
-                    why = "deterministic algorithms: the same call twice gives the same bits"
-                    assert_bitwise_equal(b.detach(), a.detach(), what=f"{name} of a second call {when}", why=why)
+            _under(record, module, inputs, case, dtype, ctx, memo)
 
     body.__doc__ = (
         f"{record.name} called under each context a framework sets — {_SEVERAL} intra-op threads, deterministic "
@@ -286,6 +293,7 @@ def _second_order(record: Component) -> Callable[..., Any]:
         case = case.with_inputs(tuple(_seeded(tuple(t.shape), dtype, seed + i) for i, t in enumerate(case.inputs)))
         harness.note(case)
         module = record.build(impl, case, dtype, device)
+        record.call(module, tuple(t.to(device) for t in case.inputs))  # once, recorded: what a diagnosis re-evaluates
         n = len(record.inputs)
         leaves = (
             *(t.to(device).requires_grad_(True) for t in case.inputs),

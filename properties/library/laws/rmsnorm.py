@@ -246,7 +246,13 @@ def rmsnorm_confines_nonfinite_to_row(impl: Implementation, dtype: DType, device
     y, clean = (
         _rows(rmsnorm_forward(impl, v, c.weight, c.eps, dtype, device)) for v in (_poisoned(rc, poison, index), c.x)
     )
-    assert_finite(torch.from_numpy(y[keep]), what=f"rows other than the poisoned row {rc.i}")
+    assert_finite(
+        torch.from_numpy(y),
+        what=f"rows other than the poisoned row {rc.i}",
+        mask=np.broadcast_to(keep[:, None], y.shape),  # indices of the call's rows (the poisoned one left out)
+        without=clean,
+        cause=f"the poison in row {rc.i}",
+    )
     b = bounds.between(bounds.rmsnorm(_rows(c.x)[keep], c.weight, c.eps, dtype))
     assert_close(y[keep], clean[keep], b, what="other rows with a non-finite row present", expected_name="clean result")
 

@@ -53,6 +53,11 @@ def stored(family: str, dtype: DType) -> list[corpus.Case]:
     chosen = [c for c in _cases(family) if c.dtype == dtype and (slow or c.cost <= CHEAP)]
     if not chosen:
         raise NotApplicable(f"the stored corpus has no {family} case in {fmt(dtype).name} for this profile")
+    try:  # decoded and checked before the subject runs: a case that fails to verify is the suite's error
+        for case in chosen:
+            _ = case.inputs, case.golden
+    except corpus.CorpusError as exc:
+        raise SuiteDataError(f"stored golden corpus unusable: {exc}") from None
     return chosen
 
 

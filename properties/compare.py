@@ -1,0 +1,5 @@
+"""Deprecated version-1 path of ``properties.commands.compare``: importing it warns and gives that same module."""
+
+from properties import _moved
+
+_moved(__name__)

@@ -1,0 +1,5 @@
+"""HF Gemma's RMSNorm as the contract's RMSNorm (``hf_norms``)."""
+
+from tests.wrappers.hf_norms import GemmaRMSNorm as RMSNorm
+
+__all__ = ["RMSNorm"]
