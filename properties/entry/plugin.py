@@ -8,7 +8,11 @@ laws are used:
   law test is collected or run (as Hypothesis' own plugin defers ``import hypothesis``);
 * its options carry the project's prefix — ``--impl`` (the contract's name), ``--nanolm-profile``,
   ``--nanolm-expectations``, ``--nanolm-no-shipped-expectations`` — and its fixtures too (``nanolm_impl``,
-  ``nanolm_law_runner`` …); its one marker is ``nanolm_cuda``;
+  ``nanolm_subject``, ``nanolm_law_runner`` …); its one marker is ``nanolm_cuda``;
+* the implementation runs in a process of its own (``nanolm_subject``, started when a law first needs it, again
+  after it crashed): pytest's process judges — Hypothesis, golden values, bounds, the outcome — and never imports
+  it, so nothing the implementation does in its process (patching the suite, a lying tensor, writing on its pipes)
+  reaches an outcome;
 * it never registers nor loads a Hypothesis profile, and registers nothing with Hypothesis: the user's own
   profiles, settings, example database and random generators stay as the user's conftest made them (torch's
   global generator is seeded and restored around each law example only: ``runner._seeded_torch_rng``);
@@ -176,9 +180,15 @@ class _Run:
         self.left_out = max(self.left_out, getattr(node, "workeroutput", {}).get(_LEFT_OUT, 0))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """The header, once, when the collected tests run laws (never in a project that does not use them)."""
+        """The header, once, when the collected tests run laws (never in a project that does not use them); and the
+        fork server the implementation's process will come from starts its imports now, beside pytest's own work."""
+        if not any(map(_uses_laws, session.items)):
+            return
+        from properties.running import processes
+
+        processes.warm_up()
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None or hasattr(self.config, "workerinput") or not any(map(_uses_laws, session.items)):
+        if reporter is None or hasattr(self.config, "workerinput"):
             return
         reporter.write_line(_header(self.config))
         self.header = True
@@ -228,15 +238,26 @@ def _header(config: pytest.Config) -> str:
 
 
 @pytest.fixture(scope="session")
-def nanolm_impl(request: pytest.FixtureRequest) -> Any:
-    """The implementation under test (--impl > $NANOLM_IMPL > nanolm_core), loaded in this process."""
-    from properties.running.loading import ImplementationError, load, resolve_spec
+def nanolm_subject(request: pytest.FixtureRequest) -> Any:
+    """The implementation under test (--impl > $NANOLM_IMPL > nanolm_core) in a process of its own
+    (``subject_server.Subject``): this process judges and never imports it. Ended with the session."""
+    from properties.running.loading import ImplementationError, resolve_spec
+    from properties.running.subject_server import Subject
 
     spec = resolve_spec(option=request.config.getoption("--impl"))
     try:
-        return load(spec)
+        subject = Subject(spec)
     except ImplementationError as exc:
         pytest.exit(f"nanolm-verify: {exc}", returncode=2)
+    yield subject
+    subject.close()
+
+
+@pytest.fixture(scope="session")
+def nanolm_impl(nanolm_subject: Any) -> Any:
+    """The implementation under test as the laws see it: the stand-in for the subject process's
+    (``properties.library.remote``)."""
+    return nanolm_subject.implementation()
 
 
 @pytest.fixture(scope="session")
@@ -331,6 +352,7 @@ def measurements(result: Any) -> list[tuple[str, Any]]:
 @pytest.fixture
 def nanolm_law_runner(
     request: pytest.FixtureRequest,
+    nanolm_subject: Any,
     nanolm_impl: Any,
     nanolm_law_profile: str,
     nanolm_law_seed: int | None,
@@ -362,8 +384,8 @@ def nanolm_law_runner(
                 pytest.mark.xfail(reason=f"expected failure ({entry.where}): {entry.reason}", raises=LawFailed)
             )
         result = run_law(
-            law, nanolm_impl, dtype=dtype, device=device, profile=nanolm_law_profile, seed=nanolm_law_seed,
-            repro=repro,
+            law, nanolm_subject.implementation(), dtype=dtype, device=device, profile=nanolm_law_profile,
+            seed=nanolm_law_seed, repro=repro,
         )  # fmt: skip
         item.user_properties += measurements(result)  # record_property: JUnit XML carries them, headroom first
         item.user_properties.append((_LAWS, law_id))

@@ -18,7 +18,7 @@ from torch import nn
 from torch.autograd.gradcheck import GradcheckError
 
 from properties.adapters.kit import DtypeNotSupported, permute_rope
-from properties.library import context, contexts, protocols, state
+from properties.library import context, contexts, protocols, remote, state
 from properties.library.assertions import assert_output_contract, fail
 from properties.library.context import NotApplicable, StubNotImplemented
 
@@ -58,7 +58,7 @@ def guard(step: str, fn: Callable[[], Any], cause: str) -> Any:
     contract failure naming the setting; the state is restored first, so nothing that runs later is blamed.
     """
     __tracebackhide__ = True
-    before = state.snapshot()
+    before, mark = state.snapshot(), state.reported()
     try:
         out = fn()
     except DtypeNotSupported as exc:
@@ -67,10 +67,10 @@ def guard(step: str, fn: Callable[[], Any], cause: str) -> Any:
         raise StubNotImplemented(f"not implemented: {step} raised NotImplementedError: {exc}") from None
     except (AssertionError, StubNotImplemented):
         raise
-    except Exception as exc:
-        fail(f"{step} raised {type(exc).__name__}: {exc}", cause)
+    except Exception as exc:  # (one raised in the subject's process carries the subject's name for it)
+        fail(f"{step} raised {getattr(exc, 'remote_type', type(exc).__name__)}: {exc}", cause)
     finally:
-        changed = state.changes(before)
+        changed = state.changes(before) + state.reported(mark)
         state.restore(before)
     if changed:
         fail(f"{step} changed torch's global state: {'; '.join(changed)} (restored)", "contract")
@@ -170,6 +170,15 @@ class RopeLayout(nn.Module):
         self.heads = {"attn.wq.weight": config.n_heads, "attn.wk.weight": config.n_kv_heads}
         self.training = block.training
 
+    def to(self, *args: Any, **kwargs: Any) -> RopeLayout:  # moving, switching the view is the Block's step
+        self._block.to(*args, **kwargs)
+        return self
+
+    def train(self, mode: bool = True) -> RopeLayout:
+        self._block.train(mode)
+        self.training = mode
+        return self
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = {}
         for name, n in self.heads.items():  # by attribute: under functional_call a weight is a plain tensor
@@ -195,6 +204,8 @@ def update_in_place(module: nn.Module, state: dict[str, torch.Tensor], component
         with torch.no_grad():
             for name, value in state.items():
                 params[name].copy_(value.to(params[name].device))
+        if isinstance(module, remote.RemoteModule):  # the subject's module makes the same update now
+            module._sync()
 
     guard(f"{component}: in-place update of {sorted(state)} (no_grad copy_)", copy, "contract")
 

@@ -67,7 +67,7 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 from torch import nn
 
-from properties.library import context
+from properties.library import context, remote
 from properties.library import strategies as S
 from properties.library.assertions import assert_unchanged, fail
 
@@ -215,9 +215,14 @@ def fresh(
 
 
 def _span(t: torch.Tensor) -> tuple[str, int, int] | None:
-    """The bytes a tensor's elements occupy: (device, first, past the last); None for an empty tensor."""
+    """The bytes a tensor's elements occupy: (device, first, past the last); None for an empty tensor. A tensor
+    the subject's process holds (its output, gradient, parameter, or its copy of an input sent to it) is where the
+    subject says it lies in its memory (``remote.span``): what the subject reports of its own outputs."""
     if t.numel() == 0:
         return None
+    held = remote.span(t)
+    if held is not None:
+        return held
     extent = sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride(), strict=True)) + 1
     start = t.data_ptr()
     return str(t.device), start, start + extent * t.element_size()
@@ -243,6 +248,7 @@ def _kept(ts: Sequence[Any]) -> list[Any]:
 
 def _assert_kept(ts: Sequence[Any], kept: Sequence[Any], what: str) -> None:
     __tracebackhide__ = True
+    remote.reread(ts)  # tensors of the subject's process: its bytes now (a kernel may write into what it returned)
     for i, (t, k) in enumerate(zip(ts, kept, strict=True)):
         if t is not None:
             assert_unchanged(k, t, what=f"{what} {i}")

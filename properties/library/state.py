@@ -4,7 +4,9 @@ Before each law the runner establishes ``ASSUMED`` (grad mode on, default dtype 
 subnormals, …, the configured thread count); the harness takes a :func:`snapshot` around every call into the
 subject (constructor, ``.to``, ``load_state_dict``, forward, backward) and the loader around its import. A
 setting the subject changed is reported against the subject, by name (:func:`changes`), and put back
-(:func:`restore`), so no other component is blamed for it.
+(:func:`restore`), so no other component is blamed for it. Where the subject runs in a process of its own, its
+server measures the same around every request and the judge adds what it reports (:func:`report`) to the guard's
+findings.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["SETTINGS", "Setting", "changes", "establish", "restore", "snapshot"]
+__all__ = ["SETTINGS", "Setting", "changes", "establish", "report", "reported", "restore", "snapshot"]
 
 
 def _flushes_subnormals() -> bool:
@@ -56,6 +58,20 @@ if torch.cuda.is_available():  # TF32 would make "fp32" mean 10 mantissa bits on
         Setting("cuDNN TF32", lambda: torch.backends.cudnn.allow_tf32,
                 lambda v: setattr(torch.backends.cudnn, "allow_tf32", v), False),
     )  # fmt: skip
+
+
+_REPORTED: list[str] = []  # changes measured in the subject's process and reported to the judge, in order
+
+
+def report(changed: list[str]) -> None:
+    """Changes of global state measured in another process (the subject's: ``library.remote``), for the guard of
+    the step in progress (:func:`reported`)."""
+    _REPORTED.extend(changed)
+
+
+def reported(since: int | None = None) -> Any:
+    """With no argument: a mark (how many changes were reported so far). With a mark: the changes reported since."""
+    return len(_REPORTED) if since is None else list(_REPORTED[since:])
 
 
 def snapshot() -> dict[str, Any]:

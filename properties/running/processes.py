@@ -23,9 +23,11 @@ import os
 import signal
 from multiprocessing.context import BaseContext
 
-__all__ = ["PRELOAD", "context", "environment", "install_environment", "warm_up"]
+__all__ = ["PRELOAD", "adopt_orphans", "context", "environment", "install_environment", "warm_up"]
 
-PRELOAD = ["properties.running.workers"]  # torch, numpy, Hypothesis, golden, the law library and the runner
+# torch, numpy, Hypothesis, golden, the law library and the runner; and what torch.autograd.grad imports at its first
+# call (symbolic shapes: sympy, ≈ 1-2 s), which the judge and the subject process of every worker would pay again
+PRELOAD = ["properties.running.workers", "torch.fx.experimental.symbolic_shapes"]
 
 
 def context() -> BaseContext:
@@ -89,3 +91,16 @@ def install_environment(env: dict[str, str]) -> None:
     """In a worker: the verifier's environment replaces the one inherited from the fork server."""
     os.environ.clear()
     os.environ.update(env)
+
+
+def adopt_orphans() -> None:
+    """Make this process (a judge or a subject process) the subreaper of its descendants (Linux): a process the
+    subject starts that leaves the process group (setsid) and loses its parent is re-parented to it, not to init —
+    so the verifier still finds it among the worker's descendants and ends it with the worker
+    (``workers._descendants``)."""
+    import contextlib
+
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER

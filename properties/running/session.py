@@ -82,14 +82,16 @@ class Selection:
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
     """How a run goes: worker processes per implementation, the per-law time limit (s), the memory cap of a
-    worker (bytes; None: none), torch's CPU threads in a worker and how Triton kernels run there ("interpret",
-    "compiled", or "" where Triton is not installed: ``interpreted.choose``)."""
+    worker (bytes; None: none), torch's CPU threads in a worker, how Triton kernels run there ("interpret",
+    "compiled", or "" where Triton is not installed: ``interpreted.choose``), and whether the implementation runs in
+    a subject process of its own, out of the judge's reach (``boundary``; off only for the benches' baseline)."""
 
     workers: int
     timeout: float
     memory_limit: int | None = None
     threads: int = 1
     triton: str = ""
+    boundary: bool = True
 
     @classmethod
     def of(
@@ -180,6 +182,7 @@ class Session:
                 threads=o.threads,
                 start=start,
                 triton=o.triton,
+                boundary=o.boundary,
             )
         return self._pools[spec].info
 

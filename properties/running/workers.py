@@ -1,13 +1,15 @@
-"""Isolated workers: the implementation under test runs in worker processes, never in the verifier's.
+"""Isolated workers: the implementation under test runs in subject processes, the laws in judge processes.
 
 The verifier (the parent: every command, through the run session, :mod:`properties.running.session`, the only
-code that creates a :class:`Pool`) never imports the implementation. It starts worker processes (forked from a
-fork server that has imported torch and the laws but never run anything:
-:mod:`properties.running.processes`), each of which imports the implementation once, reports what it
-provides (:class:`SubjectInfo`) and then runs one law at a time on request, sending back the
-:class:`~properties.running.runner.LawResult` as data. The parent owns the table, the JSON report and the
-exit status; whatever the subject does inside a worker reaches the parent only as
-a result record:
+code that creates a :class:`Pool`) never imports the implementation. Per worker it starts two processes (forked
+from a fork server that has imported torch and the laws but never run anything: :mod:`properties.running.processes`):
+a *subject* process (:mod:`properties.running.subject_server`), the only one that imports the implementation, and a
+*judge* process that never does. The subject reports what it provides; the judge turns that into
+:class:`SubjectInfo` for the parent and then runs one law at a time on request — Hypothesis, golden values,
+bounds, comparisons — calling the subject through the plain-data wire of :mod:`properties.library.remote` (no
+pickle from the subject's side), and sends back the :class:`~properties.running.runner.LawResult`. The parent owns
+the table, the JSON report and the exit status; whatever the subject does reaches the parent only as a result
+record made by the judge:
 
 * it exits (``sys.exit``, ``os._exit``), segfaults, or is killed (out of memory) → a failed result, cause
   ``crash``, naming the exit status or signal and the worker's last output lines; a new worker takes over;
@@ -15,6 +17,9 @@ a result record:
 * it raises ``SystemExit``, ``KeyboardInterrupt`` (workers ignore SIGINT: only the subject can raise it there)
   or pytest's ``Skipped`` → failed, cause ``crash`` (``run_law`` reports it; this module is the backstop);
 * it prints → into the worker's log file, never into the parent's output (the tail appears in crash messages);
+* it patches the suite, returns a tensor subclass, writes on its pipes (a forged result, a pickle, a malformed
+  message) → no judging code runs in its process, its outputs arrive as checked bytes, a frame that is not the
+  wire's is its failure (``crash``) and ends the pair;
 * it starts processes → they end with the worker: each worker runs in its own session and process group, killed
   as a group, and adopts (as subreaper) what leaves the group, found among its descendants when it is stopped —
   a background process never outlives the run, nor writes after it;
@@ -45,7 +50,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from properties.running import interpreted, processes
+from properties.library import remote
+from properties.running import interpreted, processes, subject_server
 from properties.running.loading import ImplementationError
 from properties.running.runner import LAWS, LawResult, Task
 
@@ -99,7 +105,7 @@ class SubjectInfo:
             impl.skip_reason,
             {c: impl.convention(c) for c in impl.provided},
             tuple(impl.import_effects),
-            interpreted.describe(impl.module),
+            getattr(impl.module, "__kernels__", None) or interpreted.describe(impl.module),  # (a stand-in: reported)
         )
 
 
@@ -113,6 +119,7 @@ class WorkerOptions:
     threads: int
     tmp: str
     environ: dict[str, str] = dataclasses.field(default_factory=dict)
+    boundary: bool = True  # the implementation in a subject process of its own (off: imported by the judge)
 
 
 def _physical_memory() -> int | None:
@@ -138,35 +145,51 @@ def default_memory_limit(workers: int) -> int | None:
 # ---------------------------------------------------------------------------------------------- the worker side
 
 
-def _worker_main(conn: multiprocessing.connection.Connection, spec: str, options: WorkerOptions, log: str) -> None:
-    """The worker process: load the implementation, then answer run requests until told to stop."""
+def _judge_main(
+    conn: multiprocessing.connection.Connection,
+    wire: multiprocessing.connection.Connection | None,
+    spec: str,
+    options: WorkerOptions,
+    log: str,
+) -> None:
+    """The judge process: never imports the implementation. It hears from the subject process (``wire``, plain
+    data only: ``properties.library.remote``) what the implementation provides, then runs the laws the parent
+    asks for against the subject's stand-in and sends back each LawResult. (``wire`` None: no subject process —
+    the implementation is imported here, judge and subject in one process: ``WorkerOptions.boundary`` off.)"""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     with contextlib.suppress(OSError):
-        os.setsid()  # its own process group: whatever the subject starts is ended with it (_Worker.kill)
-    _adopt_orphans()  # and what leaves the group (setsid) stays its descendant while it lives
+        os.setsid()  # its own process group: whatever runs under it is ended with it (_Worker.kill)
+    processes.adopt_orphans()  # and what leaves the group (setsid) stays its descendant while it lives
+    if wire is not None:
+        _undumpable()
     processes.install_environment(options.environ)
-    interpreted.prepare()  # Triton's interpreter and its bridges, before the subject imports Triton
+    if wire is None:  # the implementation is imported here
+        interpreted.prepare()  # Triton's interpreter and its bridges, before the subject imports Triton
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     if options.memory_limit:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_AS, (options.memory_limit, options.memory_limit))
-    import torch  # imported by the fork server already (or now, when spawned): a worker's torch is its own
+    import torch  # imported by the fork server already (or now, when spawned)
 
-    from properties.library import state
-    from properties.running.loading import load
+    from properties.library import remote, state
 
     torch.set_num_threads(options.threads)
+    link = remote.Link(wire, "the process running the implementation") if wire is not None else None
     try:
-        impl = load(spec)
+        impl = _subject_of(link, spec)
+        subject_info = SubjectInfo.of(impl)
+    except (EOFError, OSError):
+        conn.send(("ended", None))
+        return
     except ImplementationError as exc:
-        conn.send(("unusable", str(exc)))
+        conn.send(("unusable", str(exc)[:2000]))
         return
-    except BaseException as exc:  # the subject's import may raise anything
-        conn.send(("unusable", f"importing implementation {spec!r} raised {type(exc).__name__}: {exc}"))
+    except BaseException as exc:  # a malformed first frame; (in one process) the subject's import raising anything
+        conn.send(("unusable", f"importing implementation {spec!r} raised {type(exc).__name__}: {exc}"[:2000]))
         return
-    conn.send(("ready", SubjectInfo.of(impl)))
+    conn.send(("ready", subject_info))
     loaded = {spec: impl}
     while True:
         try:
@@ -177,22 +200,52 @@ def _worker_main(conn: multiprocessing.connection.Connection, spec: str, options
             return
         state.establish(options.threads)
         try:
+            if link is not None:
+                link.request("establish", threads=options.threads)
             if task.impl not in (None, spec) and task.impl not in loaded:
-                loaded[task.impl] = load(task.impl)
+                loaded[task.impl] = _subject_of(link, task.impl, first=False)
             result = task.run(loaded[task.impl or spec])
-        except BaseException as exc:  # KeyboardInterrupt here was raised by the subject
+        except BaseException as exc:  # the subject failed outside a law (its link, loading another implementation)
             result = _failed(task, "crash", f"the implementation raised {type(exc).__name__}: {exc}")
+        if link is not None and link.broken:  # the subject's process ended or spoke out of turn: the pair goes
+            conn.send(("last", result))
+            return
         conn.send(("result", result))
 
 
-def _adopt_orphans() -> None:
-    """Make this worker the subreaper of its descendants (Linux): a process the subject starts that leaves the
-    worker's process group (setsid) and loses its parent is re-parented to the worker, not to init — so the
-    verifier still finds it among the worker's descendants and ends it with the worker (``_descendants``)."""
+def _undumpable() -> None:
+    """Linux: the judge is not dumpable, so a process of the same (unprivileged) user — the subject's — can neither
+    trace it nor read or write its memory through /proc/PID/mem (defence in depth; elsewhere a no-op)."""
     with contextlib.suppress(Exception):
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+
+
+def _subject_of(link: Any, spec: str, *, first: bool = True) -> Any:
+    """The implementation ``spec`` as the judge sees it: the stand-in for what the subject process reported (its
+    first frame, or the answer to a "load" request) — or, without a link, the implementation imported here."""
+    from properties.library import remote
+
+    if link is None:
+        from properties.running.loading import load
+
+        return load(spec)
+    if first:
+        header, _ = remote.receive(link.conn)
+        if header.get("op") == "unusable":
+            raise ImplementationError(str(header.get("message"))[:2000])
+        if header.get("op") != "ready" or not isinstance(header.get("info"), dict):
+            raise remote.ProtocolError(f"its first frame is {str(header.get('op'))[:40]!r}, not what it provides")
+        info = remote.unpack(header["info"], [])
+    else:
+        info = link.request("load", spec=spec)["info"]
+    impl = subject_server.stand_in(link, info)
+    try:
+        impl.conventions  # noqa: B018 — parsed here, by the judge
+    except Exception as exc:
+        raise ImplementationError(f"implementation {spec!r} declares conventions that cannot be read: {exc}") from None
+    return impl
 
 
 def _descendants(pid: int) -> list[int]:
@@ -232,16 +285,36 @@ def _ended(exitcode: int | None) -> str:
     return f"exited with status {exitcode}"
 
 
+def _detail(message: str, line: str) -> str:
+    """``message`` with one more detail line (before its reproduce line, if it has one)."""
+    head, sep, rest = message.partition("\nreproduce:")
+    return f"{head}\n  {line}{sep}{rest}"
+
+
 class _Worker:
-    """One worker process and the task it is running."""
+    """One worker: a judge process and the subject process it calls (the only one that imports the implementation,
+    ``subject_server``), and the task it is running. The subject's output goes to the worker's log; the judge's
+    to a log of its own."""
 
     def __init__(self, spec: str, options: WorkerOptions, index: int) -> None:
         ctx = processes.context()
         self.spec, self.log = spec, str(Path(options.tmp) / f"worker-{index}.log")
+        judge_log = str(Path(options.tmp) / f"judge-{index}.log")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, spec, options, self.log), daemon=True)
+        if options.boundary:
+            wire_judge, wire_subject = ctx.Pipe()
+            self.subject = ctx.Process(
+                target=subject_server.main, args=(wire_subject, spec, options, self.log), daemon=True
+            )
+            self.subject.start()
+            wire_subject.close()
+        else:  # judge and subject in one process: its output is the subject's
+            wire_judge, judge_log, self.subject = None, self.log, None
+        self.proc = ctx.Process(target=_judge_main, args=(child, wire_judge, spec, options, judge_log), daemon=True)
         self.proc.start()
         child.close()
+        if wire_judge is not None:
+            wire_judge.close()
         self.task: tuple[int, Task] | None = None
         self.deadline = 0.0
 
@@ -271,12 +344,17 @@ class _Worker:
         try:
             kind, payload = self.conn.recv()
         except (EOFError, OSError):
-            self.proc.join(5)
+            kind, payload = "ended", None
+        if kind == "ended":
+            ended = self.subject or self.proc
+            ended.join(5)
+            self.kill()
             raise ImplementationError(
-                f"importing implementation {self.spec!r} ended its process: it {_ended(self.proc.exitcode)}"
+                f"importing implementation {self.spec!r} ended its process: it {_ended(ended.exitcode)}"
                 + self._last_words()
             ) from None
         if kind != "ready":
+            self.kill()
             raise ImplementationError(payload)
         return payload
 
@@ -291,12 +369,23 @@ class _Worker:
         self.task = None
         try:
             kind, payload = self.conn.recv()
-            if kind == "result" and isinstance(payload, LawResult) and payload.law_id == task.law_id:
+            if kind in ("result", "last") and isinstance(payload, LawResult) and payload.law_id == task.law_id:
+                if kind == "last":  # the judge lost its subject (it ended, or broke the wire): say how; replace both
+                    ended = remote.ENDED in (payload.message or "")
+                    self.subject.join(5 if ended else 0)
+                    if ended and payload.status == "failed" and self.subject.exitcode is not None:
+                        how = f"the worker process running the implementation {_ended(self.subject.exitcode)}"
+                        payload.message = _detail(payload.message or "", how + self.tail())
+                    self.kill()
                 return payload
-            message = f"the worker answered {kind!r} instead of a result"
+            message = f"the judge answered {kind!r} instead of a result"
         except (EOFError, OSError):
             self.proc.join(5)
-            message = f"the worker process running the implementation {_ended(self.proc.exitcode)}"
+            gone = self.proc
+            if self.subject is not None:
+                self.subject.join(1)
+                gone = self.subject if not self.subject.is_alive() else self.proc
+            message = f"the worker process running the implementation {_ended(gone.exitcode)}"
         self.kill()
         return _failed(task, "crash", message + self.tail())
 
@@ -310,32 +399,40 @@ class _Worker:
         )  # fmt: skip
 
     @property
+    def _processes(self) -> list[Any]:
+        return [p for p in (self.subject, self.proc) if p is not None]
+
+    @property
     def alive(self) -> bool:
-        return self.proc.is_alive()
+        return all(p.is_alive() for p in self._processes)
 
     def kill(self, escaped: list[int] | None = None) -> None:
-        """End the worker, every process of its group and its descendants (what the subject started: a background
-        process must not outlive the run, nor write after it), whatever the worker's exit status reads.
-        ``escaped``: its descendants, when found before it was told to stop (after it ends they are init's)."""
-        pid = self.proc.pid
+        """End the worker — its judge and its subject process, every process of their groups and their descendants
+        (what the subject started: a background process must not outlive the run, nor write after it), whatever
+        their exit status reads. ``escaped``: their descendants, when found before they were told to stop (after
+        they end those are init's)."""
+        procs = self._processes
         if escaped is None:
-            escaped = _descendants(pid) if pid is not None else []
-        if self.proc.is_alive():
-            self.proc.kill()
-        if pid is not None:
-            with contextlib.suppress(OSError):
-                os.killpg(pid, signal.SIGKILL)
+            escaped = [d for p in procs if p.pid is not None for d in _descendants(p.pid)]
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+            if p.pid is not None:
+                with contextlib.suppress(OSError):
+                    os.killpg(p.pid, signal.SIGKILL)
         for child in escaped:
             with contextlib.suppress(OSError):
                 os.kill(child, signal.SIGKILL)
-        self.proc.join(5)
+        for p in procs:
+            p.join(5)
         self.conn.close()
 
     def stop(self) -> None:
-        escaped = _descendants(self.proc.pid) if self.proc.pid is not None else []  # while the worker adopts them
+        escaped = [d for p in self._processes if p.pid is not None for d in _descendants(p.pid)]  # while adopted
         with contextlib.suppress(OSError, ValueError):
             self.conn.send(None)
-        self.proc.join(2)
+        for p in self._processes:  # the subject returns when its link with the judge closes
+            p.join(2)
         self.kill(escaped)
 
 
@@ -376,13 +473,14 @@ class Pool:
         threads: int = 1,
         start: int | None = None,
         triton: str = "",
+        boundary: bool = True,
     ) -> None:
         self.spec = spec
         self.size = max(1, workers)
         self._tmp = tempfile.mkdtemp(prefix="nanolm-verify-")
         environ = {**processes.environment(), "HYPOTHESIS_STORAGE_DIRECTORY": str(Path(self._tmp) / "hypothesis")}
         environ.update(interpreted.worker_environ(triton))  # the workers' only: the verifier's stays as it is
-        self.options = WorkerOptions(timeout, memory_limit, threads, self._tmp, environ)
+        self.options = WorkerOptions(timeout, memory_limit, threads, self._tmp, environ, boundary)
         self._started = 0
         self._workers: list[_Worker] = []
         self.interrupted: int | None = None  # the signal that stopped the run, if one did

@@ -290,9 +290,10 @@ class RMSNorm(nanolm_core.RMSNorm):
 def test_a_pytest_timeout_inside_a_law_is_pytests_and_never_blamed_on_the_implementation(tmp_path):
     pytest.importorskip("pytest_timeout")
     (tmp_path / "slow.py").write_text(SLOW)
-    run = pytest_in(tmp_path, *ONE, "--impl", str(tmp_path / "slow.py"), "--nanolm-profile", "ci", "--timeout", "5")
+    # 30 s: the limit covers the test's set-up, which starts the implementation's process (fork server imports)
+    run = pytest_in(tmp_path, *ONE, "--impl", str(tmp_path / "slow.py"), "--nanolm-profile", "ci", "--timeout", "30")
     assert run.returncode == 1 and "1 failed" in run.stdout, run.stdout + run.stderr
-    assert "Timeout (>5.0s) from pytest-timeout" in run.stdout
+    assert "Timeout (>30.0s) from pytest-timeout" in run.stdout
     blame = [line for line in run.stdout.splitlines() if re.search(r"RMSNorm raised|cause: crash|LawFailed", line)]
     assert blame == [], run.stdout
 
@@ -301,7 +302,7 @@ def test_a_subject_that_calls_pytest_skip_itself_is_still_a_crash_of_the_subject
     hostile = Path(__file__).parents[1] / "hostile" / "skips_in_forward.py"
     run = pytest_in(tmp_path, *ONE, "--impl", str(hostile), "--nanolm-profile", "ci")
     assert run.returncode == 1 and "1 failed" in run.stdout, run.stdout
-    assert "RMSNorm raised Skipped: not today" in run.stdout and "cause: crash" in run.stdout
+    assert "raised Skipped: not today" in run.stdout and "cause: crash" in run.stdout
 
 
 # ---------------------------------------------------------------------------------------------- messages

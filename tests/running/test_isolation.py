@@ -4,6 +4,7 @@ in bounded time (the subject runs in worker processes started by the run session
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -207,3 +208,88 @@ def test_the_verifier_never_imports_the_implementation(command, tmp_path, monkey
     monkeypatch.setitem(PITFALLS, "rms_only", Pitfall(name, "RMSNorm.rmsnorm_matches_golden", "fp32", "test-only", "-"))
     assert main(argv) in (0, 1)
     assert name not in sys.modules  # its workers imported it; this process did not (not even to pre-check it)
+
+
+# ---------------------------------------------------------------------------------------- the judge out of reach
+
+# Hostile subjects, each the wrong RMSNorm (output × 1.05: 7.7·10⁵ ULP against a bound of 8.7) and one attack on a
+# verifier that would judge in its process → the cause of the failure every command must report.
+OUT_OF_REACH = {
+    "wrong_by_five_percent": "law",  # the plain wrong subject: the attacks below must not change its verdict
+    "patches_the_suite": "law",  # Task.run, fail, the assertions, golden.rmsnorm, torch.equal patched at import
+    "returns_a_lying_subclass": "contract",  # a Tensor subclass whose .to/.double/.clone show the right values
+    "forges_a_passed_result": "crash",  # a pickled "passed" LawResult and a JSON "passed" on every pipe, on stdout
+    "sends_a_pickle": "crash",  # a pickle whose unpickling would os._exit(0) the verifier
+    "sends_an_int": "crash",  # a malformed message: 5
+    "leaves_an_orphan": "law",  # a background process in a session of its own, outliving the run
+}
+ONE_RMSNORM_LAW = ["--profile", "ci", "--dtype", "fp32", "--only", "rmsnorm_matches_golden", "-q"]
+NODE = "test_law[RMSNorm.rmsnorm_matches_golden-fp32-cpu]"
+
+
+@pytest.fixture
+def orphans(tmp_path, monkeypatch):
+    """Where leaves_an_orphan writes the pids of the processes it leaves behind; they are ended after the test."""
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("NANOLM_HOSTILE_PIDS", str(pids))
+    yield pids
+    for pid in pids.read_text().split() if pids.exists() else []:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)
+
+
+def _hostile(module: str) -> str:
+    return str(HOSTILE / f"{module}.py")
+
+
+def _failed_causes(records: list[dict]) -> list[str]:
+    return [r["cause"] for r in records if r["status"] == "failed"]
+
+
+@pytest.mark.parametrize("module", sorted(OUT_OF_REACH))
+def test_a_hostile_subject_fails_check_with_its_cause(module, tmp_path, orphans, capsys):
+    status = main(["check", _hostile(module), *ONE_RMSNORM_LAW, "--json", str(tmp_path / "r.json")])
+    records = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert status == 1 and _failed_causes(records) == [OUT_OF_REACH[module]], records
+    assert "0 failed" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("module", sorted(OUT_OF_REACH))
+def test_a_hostile_subject_fails_compare_with_its_cause(module, tmp_path, orphans, capsys):
+    out = tmp_path / "out"
+    status = main(["compare", "nanolm_core", _hostile(module), *ONE_RMSNORM_LAW, "--workers", "1", "--out", str(out)])
+    doc = json.loads((out / "results.json").read_text())
+    assert status == 1 and {r["status"] for r in doc["results"]["nanolm_core"]} == {"passed"}
+    assert _failed_causes(doc["results"][_hostile(module)]) == [OUT_OF_REACH[module]]
+
+
+@pytest.mark.parametrize("module", sorted(OUT_OF_REACH))
+def test_a_hostile_subject_fails_replay_with_its_cause(module, tmp_path, orphans, capsys):
+    assert main(["check", _hostile(module), *ONE_RMSNORM_LAW, "--json", str(tmp_path / "r.json")]) == 1
+    [case] = (tmp_path / "r-counterexamples").iterdir()
+    capsys.readouterr()
+    assert main(["replay", str(case)]) == 1
+    assert f"cause: {OUT_OF_REACH[module]}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("module", sorted(OUT_OF_REACH))
+def test_a_hostile_subject_fails_the_pytest_plugin_with_its_cause(module, tmp_path, orphans):
+    """The plugin judges in the pytest process and runs the subject in a process of its own: none of the attacks
+    reaches pytest's outcome. Run as a user would, in a process of its own, which must end (no orphan holds its
+    output)."""
+    import properties.conformance
+
+    laws = Path(properties.conformance.__file__).parent / "test_laws.py"
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", f"{laws}::{NODE}"]
+    cmd += ["--impl", _hostile(module), "--nanolm-profile", "ci"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=Path(__file__).parents[2])
+    assert proc.returncode == 1 and f"cause: {OUT_OF_REACH[module]}" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_an_orphan_of_the_subject_does_not_hold_the_caller_s_output(tmp_path, orphans):
+    """check ends with its verdict though the subject left a process behind: that process holds none of the
+    caller's pipes (the subject's output goes to its log)."""
+    cmd = [sys.executable, "-m", "properties.entry.cli", "check", _hostile("leaves_an_orphan"), *ONE_RMSNORM_LAW]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=300)  # the orphan sleeps 60 s: communicate would wait for it
+    assert proc.returncode == 1 and "FAIL" in out, out + err
