@@ -384,7 +384,7 @@ PITFALLS: dict[str, Pitfall] = dict([
     _entry("triton_grid_rows_capped", "RMSNorm.rmsnorm_matches_golden_at_code_path_sizes", "fp32", REAL,
            "Triton: the launch covers at most 65,535 rows", requires="triton"),
     _entry("triton_neighbour_row", "RMSNorm.rmsnorm_matches_golden", "fp32", TEST,
-           "Triton: a program reads its row at row·BLOCK (its neighbour's)", requires="triton"),
+           "Triton: a program reads row·BLOCK (its neighbour's row)", requires="triton"),
     _entry("triton_input_dtype_accumulator", "RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded", "bf16", TEST,
            "Triton: Σx² accumulated in a bf16 tl.zeros", requires="triton"),
     _entry("triton_backward_saves_output", "RMSNorm.rmsnorm_gradients_match_golden", "fp32", TEST,

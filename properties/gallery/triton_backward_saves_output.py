@@ -6,7 +6,7 @@ forward is exact; dx and dw are wrong unless rstd = 1 and w = 1.
 
 Why people make it: forward-only tests pass, and the saved tensor's shape and dtype are right.
 
-Evidence: none cited — a mutation of the correct kernel (triton_rmsnorm) kept to prove the law has power
+Evidence: test-only, none cited — a mutation of the correct kernel (triton_rmsnorm) kept to prove the law has power
 over Triton kernels run by the interpreter.
 
 Caught by: RMSNorm.rmsnorm_gradients_match_golden — dx and dw against golden.

@@ -8,7 +8,7 @@ the drift from an fp32 accumulation grows with D.
 Why people make it: ``tl.zeros`` with the input's dtype reads naturally, and fp32 tests (where it is harmless)
 pass; the fp32 accumulator is a convention one has to know (Liger, vLLM, apex all accumulate in fp32).
 
-Evidence: none cited — a mutation of the correct kernel (triton_rmsnorm) kept to prove the law has power
+Evidence: test-only, none cited — a mutation of the correct kernel (triton_rmsnorm) kept to prove the law has power
 over Triton kernels run by the interpreter.
 
 Caught by: RMSNorm.rmsnorm_bf16_drift_from_fp32_is_bounded — bf16 rows, drift beyond the bound for an fp32

@@ -7,7 +7,7 @@ the wrong elements. Invisible at D = 4096 (BLOCK = D), wrong at D = 4097 or 5120
 
 Why people make it: kernels are written and tested at power-of-two model widths; BLOCK and D coincide there.
 
-Evidence: none cited — a mutation of the correct kernel (triton_rmsnorm) kept to prove the law has power
+Evidence: test-only, none cited — a mutation of the correct kernel (triton_rmsnorm) kept to prove the law has power
 over Triton kernels run by the interpreter.
 
 Caught by: RMSNorm.rmsnorm_matches_golden — any D that is not a power of two, two rows or more.

@@ -8,7 +8,7 @@ exactly D wide only if the mask is skipped; with the mask, every D loses its las
 Why people make it: off-by-one in a mask is the most common Triton bug — the interpreter, a torch reference and
 D = 7 or 2^k + 1 find it; the usual D = 4096 test with its y compared at atol 1e-2 may not.
 
-Evidence: none cited — a mutation of the correct kernel (triton_rmsnorm) kept to prove the law has power
+Evidence: test-only, none cited — a mutation of the correct kernel (triton_rmsnorm) kept to prove the law has power
 over Triton kernels run by the interpreter.
 
 Caught by: RMSNorm.rmsnorm_matches_golden — any D, the last column is wrong.

@@ -74,6 +74,8 @@ def test_pitfall_docstring_says_mistake_why_evidence_and_law(name):
 def test_pitfall_module_follows_the_contract(name):
     """Same constructor and parameter names as the reference (shapes may be the bug, as in ffn_dim_4d)."""
     p = PITFALLS[name]
+    if p.requires:  # its kernels run where the suite interprets or compiles them: the workers (the kill matrix)
+        pytest.skip(p.missing or f"written in {p.requires}: run in the workers, which interpret its kernels")
     impl = load(p.module)
     component = _defined(p)
     assert impl.provided == (component,)

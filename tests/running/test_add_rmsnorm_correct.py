@@ -12,7 +12,9 @@ from properties.running.loading import load
 from properties.running.runner import LAWS, run_check
 
 SPECS = ("tests.correct_impls.add_norm_fused", "tests.correct_impls.add_norm_unfused", "nanolm_core")
-N_LAWS = sum(len(law.dtypes) for law in LAWS.values() if law.component == "AddRMSNorm")
+N_LAWS = sum(  # every AddRMSNorm law on the CPU (those comparing an accelerator with the CPU are not planned there)
+    len(law.dtypes) for law in LAWS.values() if law.component == "AddRMSNorm" and "accelerator" not in law.tags
+)
 
 
 def _assert_all_pass(spec: str, profile: str, seed: int, declared: bool = True) -> None:
