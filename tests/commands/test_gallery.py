@@ -37,6 +37,8 @@ STATE_IS_THE_BUG = {"swiglu_bias"}  # its parameters are the mistake (extra bias
 
 
 def _classes(p):
+    if p.missing:  # written in a package not installed here (the Triton entries without triton): no classes to read
+        return []
     module = load(p.module).module
     return [c for _, c in inspect.getmembers(module, inspect.isclass) if c.__module__ == module.__name__]
 
@@ -99,6 +101,8 @@ def _defined(p) -> str:
 @pytest.mark.parametrize("name", list(PITFALLS))
 def test_pitfall_subclasses_the_reference(name):
     p = PITFALLS[name]
+    if p.missing:
+        pytest.skip(p.missing)
     assert issubclass(load(p.module).factory(_defined(p)), getattr(nanolm_core, _defined(p)))
 
 
