@@ -300,21 +300,30 @@ def _rmsnorm_of(c: Any) -> Case:
     return Case("RMSNorm", (c.weight.shape[-1],), {"eps": c.eps}, {"weight": c.weight}, (c.x,), c)
 
 
-def _rmsnorm_draw(dtype: Any, *, min_rows: int, max_dim: int | None, **native: Any) -> Any:
-    from hypothesis import strategies as st
+def _row_draw(strategy: str, of: Callable[[Any], Case]) -> Callable[..., Any]:
+    """The ``draw`` of a row-wise component: its native strategy ``strategies.<strategy>`` mapped through ``of``,
+    with a batch shape of at least ``min_rows`` rows drawn first where more than one is asked for."""
 
-    from properties.library import strategies as S
+    def draw_cases(dtype: Any, *, min_rows: int, max_dim: int | None, **native: Any) -> Any:
+        from hypothesis import strategies as st
 
-    of = _rmsnorm_of
-    if min_rows <= 1:
-        return S.rmsnorm_cases(dtype, max_dim=max_dim, **native).map(of)
+        from properties.library import strategies as S
 
-    @st.composite
-    def drawn(draw: Any) -> Case:
-        batch = draw(_batch(min_rows), label="batch shape")
-        return of(draw(S.rmsnorm_cases(dtype, max_dim=max_dim, batch=batch, **native), label="case"))
+        cases = getattr(S, strategy)
+        if min_rows <= 1:
+            return cases(dtype, max_dim=max_dim, **native).map(of)
 
-    return drawn()
+        @st.composite
+        def drawn(draw: Any) -> Case:
+            batch = draw(_batch(min_rows), label="batch shape")
+            return of(draw(cases(dtype, max_dim=max_dim, batch=batch, **native), label="case"))
+
+        return drawn()
+
+    return draw_cases
+
+
+_rmsnorm_draw = _row_draw("rmsnorm_cases", _rmsnorm_of)
 
 
 def _rmsnorm_golden(case: Case, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -576,21 +585,7 @@ def _add_of(c: Any) -> Case:
     return Case("AddRMSNorm", (c.weight.shape[-1],), {"eps": c.eps}, {"weight": c.weight}, (c.x, c.residual), c)
 
 
-def _add_draw(dtype: Any, *, min_rows: int, max_dim: int | None, **native: Any) -> Any:
-    from hypothesis import strategies as st
-
-    from properties.library import strategies as S
-
-    of = _add_of
-    if min_rows <= 1:
-        return S.add_rmsnorm_cases(dtype, max_dim=max_dim, **native).map(of)
-
-    @st.composite
-    def drawn(draw: Any) -> Case:
-        batch = draw(_batch(min_rows), label="batch shape")
-        return of(draw(S.add_rmsnorm_cases(dtype, max_dim=max_dim, batch=batch, **native), label="case"))
-
-    return drawn()
+_add_draw = _row_draw("add_rmsnorm_cases", _add_of)
 
 
 def _add_golden(case: Case, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
