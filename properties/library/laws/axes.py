@@ -62,7 +62,6 @@ __all__ = ["AXES", "Axis", "gradgradcheck", "law_id", "not_applicable"]
 
 DType = torch.dtype
 Data = st.DataObject
-GRADGRAD_STEP, GRADGRAD_ATOL = 1e-6, 1e-5  # gradcheck's own (harness.GRADCHECK_*): fp64 finite differences
 # What torch's autograd raises for one of its own operators that has no double-backward formula (derivatives.yaml:
 # SDPA's fused CPU kernels, for one): a documented gap of torch, as loud as NotImplementedError — skipped with it.
 # (A subject's autograd Function whose backward is not differentiable — computed under no_grad, from detached
@@ -330,7 +329,13 @@ def gradgradcheck(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...], *, c
     __tracebackhide__ = True
     try:
         ok = torch.autograd.gradgradcheck(
-            fn, inputs, eps=GRADGRAD_STEP, atol=GRADGRAD_ATOL, rtol=1e-3, fast_mode=True, raise_exception=True
+            fn,
+            inputs,
+            eps=harness.GRADCHECK_STEP,
+            atol=harness.GRADCHECK_ATOL,
+            rtol=1e-3,
+            fast_mode=True,
+            raise_exception=True,
         )
     except DtypeNotSupported as exc:
         raise NotApplicable(f"dtype not supported: {component}: {exc}") from None
