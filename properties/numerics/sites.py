@@ -11,7 +11,7 @@ a rounding in the subnormal range); the order of operations does not depend on t
 
 and the Azuma–Hoeffding inequality gives |ŷ − y| ≤ λ·√(Σ_k c_k²·B_k²) with probability ≥ 1 − 2·exp(−λ²/2) (the
 telescoping over operations in computation order makes each term a martingale difference: its coefficient depends
-only on the roundings before it, which moves it by the second-order factor that ``bounds._finish`` applies).
+only on the roundings before it, which moves it by the second-order factor that ``bounds.propagation._finish`` applies).
 This module computes that variance proxy ("var") per output element; ``bounds`` turns it into the probabilistic
 tier and states λ and the probability. Everything here is exact float64 arithmetic on the exact inputs.
 
@@ -50,7 +50,7 @@ _CACHED = 1 << 16  # elements of a temporary that a loop of elementwise products
 
 
 class Precisions(Protocol):
-    """What a site needs to know about the arithmetic (``bounds._P`` provides it)."""
+    """What a site needs to know about the arithmetic (``bounds.arithmetic._P`` provides it)."""
 
     uc: float  # unit roundoff of the compute dtype c
     ut: float  # of the storage dtype t
@@ -111,7 +111,7 @@ def _reduction_var(total: np.ndarray, largest: np.ndarray, squares: np.ndarray, 
 class Final(NamedTuple):
     """The partial sums of each output element's *last* reduction, a dot product with a weight row the verifier drew
     (W_down's, whose result reaches the output with coefficient 1), kept apart from the other sites so that
-    the tier can judge them jointly with the random signs of that row (``bounds.chaos_factor``) instead of through
+    the tier can judge them jointly with the random signs of that row (``bounds.tier.chaos_factor``) instead of through
     the union bound of SIGN_FACTOR: ``q`` = u²·Q (every tree, deterministic), ``t`` = u²·(n − 1)·Σp² (≥ the trace
     of their covariance over the signs, for every tree)."""
 
