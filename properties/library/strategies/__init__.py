@@ -12,17 +12,19 @@ The package holds them by what they are (import the names from the package: ``fr
 strategies as S``; every name below is re-exported):
 
     values       dtypes, exact floats, dims and batch shapes, eps, rows by regime, gains γ, linear weights, cotangents
-    rmsnorm      RMSNorm's cases (plain, scaled by 2^k, one row kept, with a cotangent)
+    rmsnorm      RMSNorm's cases (plain, scaled by 2^k, one row kept, with a cotangent, at the overflow threshold)
     swiglu       SwiGLU's cases (plain, one token kept, with a cotangent)
-    block        configs, the Block's state_dict and cases (plain, causal, sharp), long-sequence query positions
+    block        configs, the Block's state_dict and cases (plain, causal, sharp, 80 rows, one token), long-sequence
+                 query positions
     add_rmsnorm  AddRMSNorm's cases (stream and branch, with cotangents, with IEEE corners of the sum)
     layouts      the memory layouts of an input or a weight (views a real caller hands a kernel)
     pins         ``Pin``, ``pinned`` and the pinned cases every profile runs (corner rows, model widths, many rows,
-                 long sequences, extreme logits, the 16-bit backward, the call-protocol cases)
+                 long sequences, extreme logits, the 16-bit backward, the call-protocol cases, the reach and
+                 overflow-threshold pins)
     code_paths   the enumerated sizes where a kernel switches code path (``PATHS``), ``sampled_rows``
 
 A new component's strategies go in a module of its own, named after it; a value every component draws, in
-``values``; a pinned case, in ``pins``.
+``values``; a pinned case, in ``pins``; a law's own cases here too, never in its law module.
 """
 
 from __future__ import annotations
@@ -37,8 +39,11 @@ from properties.library.strategies.add_rmsnorm import (
     sum_corners,
 )
 from properties.library.strategies.block import (
+    GRAD_ROWS,
     BlockCase,
     CausalCase,
+    ParamGradCase,
+    ReachCase,
     SharpBlockCase,
     block_cases,
     block_params,
@@ -46,6 +51,10 @@ from properties.library.strategies.block import (
     configs,
     fixed_config,
     long_positions,
+    one_token,
+    param_grad_case,
+    param_grad_cases,
+    reach_cases,
     sharp_block_cases,
 )
 from properties.library.strategies.code_paths import GRID_LIMIT, PATHS, PathCase, sampled_rows
@@ -56,15 +65,19 @@ from properties.library.strategies.pins import (
     BACKWARD_T,
     BLOCK_PINS,
     CAUSAL_PINS,
+    DOMAIN_PINS,
     EXTREME_LOGIT,
     GRAD_PINS,
     HIDDEN_PINS,
     LOGIT_PINS,
     LONG_T,
+    LONGEST_T,
     MANY_ROWS,
     MODEL_HIDDEN,
     MODEL_WIDTHS,
+    PARAM_GRAD_PINS,
     PROTOCOL_PINS,
+    REACH_PINS,
     RMSNORM_PINS,
     ROW_PINS,
     SHARP_BLOCK_PINS,
@@ -76,12 +89,19 @@ from properties.library.strategies.pins import (
     pinned,
 )
 from properties.library.strategies.rmsnorm import (
+    BELOW,
+    BEYOND,
+    DomainCase,
     RMSNormCase,
     RowCase,
     ScaledCase,
+    domain_cases,
+    overflow_threshold,
+    reaches_threshold,
     rmsnorm_cases,
     rmsnorm_grad_cases,
     row_cases,
+    rows_at_threshold,
     scaled_rmsnorm_cases,
 )
 from properties.library.strategies.swiglu import (
@@ -120,25 +140,32 @@ __all__ = [
     "ADD_RMSNORM_PINS",
     "BACKWARD_PINS",
     "BACKWARD_T",
+    "BELOW",
+    "BEYOND",
     "BLOCK_PINS",
     "BRANCH_KINDS",
     "CAUSAL_PINS",
     "COTANGENT_KINDS",
+    "DOMAIN_PINS",
     "ELEMENTWISE_MAX_D",
     "EXTREME_LOGIT",
     "FAST_DIMS",
     "GAMMA_KINDS",
     "GRAD_PINS",
+    "GRAD_ROWS",
     "GRID_LIMIT",
     "HIDDEN_PINS",
     "LAYOUTS",
     "LOGIT_PINS",
+    "LONGEST_T",
     "LONG_T",
     "MANY_ROWS",
     "MODEL_HIDDEN",
     "MODEL_WIDTHS",
+    "PARAM_GRAD_PINS",
     "PATHS",
     "PROTOCOL_PINS",
+    "REACH_PINS",
     "RMSNORM_PINS",
     "ROW_KINDS",
     "ROW_PINS",
@@ -152,11 +179,14 @@ __all__ = [
     "AddRMSNormCase",
     "BlockCase",
     "CausalCase",
+    "DomainCase",
     "Gamma",
     "GradCase",
+    "ParamGradCase",
     "PathCase",
     "Pin",
     "RMSNormCase",
+    "ReachCase",
     "RowCase",
     "Rows",
     "ScaledCase",
@@ -176,6 +206,7 @@ __all__ = [
     "cotangent",
     "cotangents_of_kind",
     "dims",
+    "domain_cases",
     "dtypes",
     "eps_values",
     "exact_floats",
@@ -184,11 +215,18 @@ __all__ = [
     "linear_weight",
     "long_block_case",
     "long_positions",
+    "one_token",
+    "overflow_threshold",
+    "param_grad_case",
+    "param_grad_cases",
     "pinned",
+    "reach_cases",
+    "reaches_threshold",
     "rmsnorm_cases",
     "rmsnorm_grad_cases",
     "row_cases",
     "rows",
+    "rows_at_threshold",
     "sampled_rows",
     "scaled_rmsnorm_cases",
     "sharp_block_cases",

@@ -1,6 +1,7 @@
 """The Block's drawn cases: configs, the contract's state_dict (``block_params``), x and weights (``block_cases``),
 x perturbed from a token on (``causal_cases``), sharp cases for the probabilistic tier (``sharp_block_cases``), and
-the query positions a long sequence is judged at (``long_positions``)."""
+the query positions a long sequence is judged at (``long_positions``), 80 rows for the parameter gradients
+(``param_grad_cases``), and x zero but one token (``reach_cases``)."""
 
 from __future__ import annotations
 
@@ -205,3 +206,59 @@ def long_positions(T: int, n: int = 24, last: int = 8) -> np.ndarray:
         return np.arange(T)
     powers = [p + d for p in (2**k for k in range(1, T.bit_length())) for d in (-1, 0) if 0 <= p + d < T]
     return np.unique(np.concatenate([np.arange(T - last, T), powers, np.linspace(0, T - 1, n).astype(int)]))
+
+
+GRAD_ROWS = (2, 40)  # B·T = 80 rows: more than one block of 64 in every weight gradient's reduction
+
+
+class ParamGradCase(NamedTuple):
+    """A Block config, x of shape (2, 40, D) and weights, all from one seed (80 rows: drawn element-wise would be
+    slow and shrink no better)."""
+
+    case: BlockCase
+
+    def describe(self) -> dict[str, object]:
+        return self.case.describe()
+
+
+def param_grad_case(config: ModelConfig, dtype: torch.dtype, seed: int) -> ParamGradCase:
+    rng = np.random.default_rng(seed)
+    x = torch.from_numpy(rng.standard_normal((*GRAD_ROWS, config.dim)) + 0.25).to(dtype)
+    return ParamGradCase(BlockCase(config, x, block_params(config, dtype, seed + 1, 0.5, 1.0), 0.5, 1.0))
+
+
+@st.composite
+def param_grad_cases(draw: st.DrawFn, dtype: torch.dtype) -> ParamGradCase:
+    config = draw(configs(max_dim=24, max_seq_len=GRAD_ROWS[1]), label="config")
+    return param_grad_case(config, dtype, draw(st.integers(0, 2**32), label="seed"))
+
+
+class ReachCase(NamedTuple):
+    """A Block case whose x is zero except token j of the first sequence (the other sequences all zero)."""
+
+    case: BlockCase
+    j: int
+
+    def describe(self) -> dict[str, object]:
+        return {**self.case.describe(), "token j": self.j}
+
+
+def one_token(case: BlockCase, j: int) -> BlockCase:
+    """x zero but token j of the first sequence, whose entries are all ≥ max|x_j|/8 in magnitude (exact: a power
+    of two below the largest): every normalised entry is ≥ 1/8, so p·v_j stays far from underflow."""
+    row = case.x[0, j].double()
+    floor = float(row.abs().max()) / 8 or 1.0
+    row = torch.where(row.abs() < floor, torch.full_like(row, floor).copysign(row), row)  # fp64 throughout
+    x = torch.zeros_like(case.x)
+    x[0, j] = row.to(case.x.dtype)
+    return case._replace(x=x)
+
+
+@st.composite
+def reach_cases(draw: st.DrawFn, dtype: torch.dtype) -> ReachCase:
+    """A drawn config and T ∈ 2…8, token j ∈ 0…T−2 of the first sequence non-zero (every entry non-zero)."""
+    case = draw(block_cases(dtype, max_dim=32, max_tokens=8), label="case")
+    if case.x.shape[1] < 2:
+        case = case._replace(x=torch.cat([case.x, case.x], dim=1))
+    j = draw(st.integers(0, case.x.shape[1] - 2), label="token j")
+    return ReachCase(one_token(case, j), j)

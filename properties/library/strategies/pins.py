@@ -14,8 +14,25 @@ from hypothesis import example
 
 from properties.library import context
 from properties.library.strategies.add_rmsnorm import AddGradCase, AddRMSNormCase, sum_corners
-from properties.library.strategies.block import BlockCase, CausalCase, SharpBlockCase, block_params, fixed_config
-from properties.library.strategies.rmsnorm import RMSNormCase, RowCase
+from properties.library.strategies.block import (
+    GRAD_ROWS,
+    BlockCase,
+    CausalCase,
+    ReachCase,
+    SharpBlockCase,
+    block_params,
+    fixed_config,
+    one_token,
+    param_grad_case,
+)
+from properties.library.strategies.rmsnorm import (
+    DomainCase,
+    RMSNormCase,
+    RowCase,
+    overflow_threshold,
+    reaches_threshold,
+    rows_at_threshold,
+)
 from properties.library.strategies.swiglu import SwiGLUCase, TokenCase
 from properties.library.strategies.values import GradCase, cotangent, linear_weight
 
@@ -438,3 +455,58 @@ ADD_RMSNORM_PINS = {
     ),
     "AddRMSNorm, 160 rows": Pin("AddRMSNorm, 160 rows", _add_many_rows),
 }
+
+
+# ---------------------------------------------------------------------------------------------- 80 rows
+
+# The Block's parameter gradients on B·T = 80 rows (``block.GRAD_ROWS``).
+PARAM_GRAD_PINS = {
+    "GQA H=4 G=2, 80 rows": Pin(
+        "GQA H=4 G=2, 80 rows", lambda dt: param_grad_case(fixed_config(4, 2, 4, 24, GRAD_ROWS[1]), dt, 3)
+    )
+}
+
+
+# ---------------------------------------------------------------------------------------------- reach
+
+
+def _long_reach(dtype: torch.dtype, j: int = 0) -> ReachCase:
+    return ReachCase(one_token(long_block_case(dtype), j), j)
+
+
+LONGEST_T = 4097  # past every chunk size a kernel uses: 512, 1024, 2048 and 4096
+
+
+def _longest_reach(dtype: torch.dtype) -> ReachCase | None:
+    """T = 4097, token 0 (one head, K = 8: the attention matrix alone is 4097² values) — in fp32 only (None
+    elsewhere: the other dtypes reach T = 1024; 4097 costs a second per dtype)."""
+    if dtype != torch.float32:
+        return None
+    config = fixed_config(H=1, G=1, K=8, F=8, max_seq_len=LONGEST_T)
+    x = torch.from_numpy(np.random.default_rng(LONGEST_T).standard_normal((1, LONGEST_T, config.dim))).to(dtype)
+    case = BlockCase(config, x, block_params(config, dtype, seed=LONGEST_T), 1.0, 1.0)
+    return ReachCase(one_token(case, 0), 0)
+
+
+REACH_PINS = {
+    f"T={LONG_T}, j=0": Pin(f"T={LONG_T}, j=0", _long_reach),
+    f"T={LONGEST_T}, j=0": Pin(f"T={LONGEST_T}, j=0 (fp32)", _longest_reach),
+}
+
+
+# ---------------------------------------------------------------------------------------------- overflow
+
+
+def _at_the_threshold(dtype: torch.dtype) -> DomainCase:
+    """Rows of 1e20 (fp32: F.rms_norm returns 0) next to rows just inside the threshold, D = 64."""
+    D = 64
+    ks = [-1, -8, 1, 8] if reaches_threshold(D, dtype) else [-1, -8, -3, -4]
+    x = rows_at_threshold(np.ones((len(ks), D)), ks, dtype)
+    if dtype in (torch.float32, torch.bfloat16):
+        x = np.vstack([x, np.full((1, D), 1e20)])
+        ks = [*ks, int(np.log2(D * 1e40 / overflow_threshold(D, dtype)))]
+    w = torch.linspace(-1.5, 1.75, D, dtype=torch.float64).to(dtype)
+    return DomainCase(RMSNormCase(torch.from_numpy(x).to(dtype), w, 1e-6, ("large",) * len(ks), "signed"), tuple(ks))
+
+
+DOMAIN_PINS = {"equal rows at the threshold, 1e20": Pin("equal rows at the threshold, 1e20", _at_the_threshold)}

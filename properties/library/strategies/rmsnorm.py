@@ -1,23 +1,29 @@
 """RMSNorm's drawn cases: x and γ and eps (``rmsnorm_cases``), scaled by 2^k (``scaled_rmsnorm_cases``), one row
-kept while the others are redrawn (``row_cases``), and with a cotangent (``rmsnorm_grad_cases``)."""
+kept while the others are redrawn (``row_cases``), with a cotangent (``rmsnorm_grad_cases``), and rows on both
+sides of the compute dtype's overflow threshold (``domain_cases``, ``overflow_threshold``)."""
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from hypothesis import strategies as st
 
+from golden.formats import fmt
 from properties.library.strategies.values import (
     GAMMA_KINDS,
     ROW_KINDS,
     GradCase,
     cotangent,
+    dims,
     eps_values,
     gammas,
     rows,
     summarise_kinds,
 )
+from properties.numerics import bounds
 
 
 class RMSNormCase(NamedTuple):
@@ -114,3 +120,52 @@ def rmsnorm_grad_cases(draw: st.DrawFn, dtype: torch.dtype, max_dim: int = 256) 
     kinds = tuple(k for k in ROW_KINDS if k != "large") if dtype == torch.float16 else ROW_KINDS
     case = draw(rmsnorm_cases(dtype, kinds=kinds, max_dim=max_dim, max_rows=4), label="case")
     return GradCase(case, cotangent(tuple(case.x.shape), dtype, draw(st.integers(0, 2**32), label="cotangent seed")))
+
+
+# RMSNorm's domain: rows whose sum of squares reaches the compute dtype's overflow threshold (laws/domain.py).
+BELOW, BEYOND = (-1, -8), (1, 8)  # log2 of Σx² / threshold: inside the domain, outside it
+
+
+def overflow_threshold(D: int, dtype: torch.dtype) -> float:
+    """The largest Σx² inside the domain: ``bounds.rmsnorm``'s own overflow criterion, in the compute dtype the
+    implementation declares (else the contract's: fp32, fp64 for fp64)."""
+    return bounds.sum_of_squares_limit(D, bounds.compute_dtype(dtype))
+
+
+def reaches_threshold(D: int, dtype: torch.dtype) -> bool:
+    """Can a row of D finite values of ``dtype`` reach the threshold? Not fp16's in fp32 (65504²·D ≪ max_fp32)."""
+    return math.sqrt(D) * fmt(dtype).max > math.sqrt(overflow_threshold(D, dtype))
+
+
+class DomainCase(NamedTuple):
+    """RMSNorm rows scaled to Σx² = 2^k·threshold (k < 0 inside the domain, k > 0 beyond it; fp16: |x| → 65504)."""
+
+    case: RMSNormCase
+    log2_ratio: tuple[int, ...]
+
+    def describe(self) -> dict[str, object]:
+        return {**self.case.describe(), "log2(Σx²/threshold)": list(self.log2_ratio)}
+
+
+def rows_at_threshold(rows: np.ndarray, ks: list[int], dtype: torch.dtype) -> np.ndarray:
+    """``rows`` scaled to Σx² = 2^k·threshold, k from ``ks`` per row (fp16 cannot reach it: up to 65504·2^-|k|/8)."""
+    D = rows.shape[-1]
+    if not reaches_threshold(D, dtype):  # fp16: the top of its range, max |x| = 65504·2^-k/8 for k ∈ 1…8
+        return rows / np.abs(rows).max(axis=-1, keepdims=True) * fmt(dtype).max * 2.0 ** (-np.abs(ks)[:, None] / 8)
+    root = np.sqrt(overflow_threshold(D, dtype)) * 2.0 ** (np.array(ks, dtype=np.float64)[:, None] / 2)  # √ first: fp64
+    return rows * (root / np.sqrt((rows**2).sum(axis=-1, keepdims=True)))
+
+
+@st.composite
+def domain_cases(draw: st.DrawFn, dtype: torch.dtype) -> DomainCase:
+    """2–4 rows of a drawn D (non-zero mean, or constant), each at Σx² = 2^k·threshold, k ∈ ±(1…8), γ drawn."""
+    D = draw(dims(max_dim=769), label="D")
+    ks = draw(st.lists(st.integers(*BELOW[::-1]) | st.integers(*BEYOND), min_size=2, max_size=4), label="log2 ratios")
+    rng = np.random.default_rng(draw(st.integers(0, 2**32), label="row seed"))
+    rows = rng.standard_normal((len(ks), D)) + 0.5
+    if draw(st.booleans(), label="constant rows?"):
+        rows = np.ones_like(rows)
+    ks = list(ks) if reaches_threshold(D, dtype) else [-abs(k) for k in ks]  # fp16: every row inside the domain
+    x = torch.from_numpy(rows_at_threshold(rows, ks, dtype)).to(dtype)
+    g = draw(gammas(D, dtype), label="gamma")
+    return DomainCase(RMSNormCase(x, g.weight, 1e-6, ("large",) * len(ks), g.kind), tuple(ks))
