@@ -93,6 +93,8 @@ class Component:
     cheap: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # native draw options of a family that
     # calls the module a dozen times per example (the layout family): sizes that keep it within its cost
     wide: Callable[[Any], Any] | None = None  # (dtype) -> a native case of wide rows, pinned by the families
+    causal: bool = False  # row t of a sequence depends on the rows ≤ t of that sequence (attention); False: every
+    # output row on its own input row only (the diagnosis re-evaluates a prefix of tokens, or a few rows)
     batch_invariant_on_cpu: str = ""  # why the reference's rows never depend on the batch on the CPU: the
     # batch-invariance laws then require it, bitwise, unless declared; empty: they measure and report it (a CPU
     # GEMM picks its kernel by the number of rows: ``nn.Linear`` is not batch-invariant)
@@ -547,6 +549,7 @@ register(
         summary="pre-norm transformer block: h = x + attn(RMSNorm(x)), out = h + SwiGLU(RMSNorm(h)); causal GQA, "
         "rotate-half RoPE",
         compute=_MODULE_DTYPE,
+        causal=True,
         draw=_block_draw,
         construct=lambda params, options: ((options["config"],), {}),
         golden_of=_block_golden,

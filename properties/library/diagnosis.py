@@ -122,6 +122,11 @@ class _View:
             return sum(as_f64(a) for a in self.inputs)
 
     @property
+    def configured(self) -> bool:
+        """Built from a ModelConfig (its first constructor argument; the drop-in's ``config`` term): the Block."""
+        return "config" in self.record.terms
+
+    @property
     def eps(self) -> float:
         return float(self.kwargs.get("eps", self.args[1] if len(self.args) > 1 else 1e-6))
 
@@ -144,7 +149,7 @@ def _evaluate(v: _View, x: torch.Tensor | None = None, state: Mapping[str, torch
     given = v.inputs if inputs is None else inputs
     given = given if x is None else (x, *given[1:])
     kwargs = {**v.kwargs, "eps": v.eps if eps is None else eps} if v.norm else dict(v.kwargs)
-    args = (v.config if config is None else config, *v.args[1:]) if v.component == "Block" else v.args
+    args = (v.config if config is None else config, *v.args[1:]) if v.configured else v.args
     state = dict(v.state if state is None else state)
     case = components.Case(v.component, tuple(args), kwargs, state, tuple(given))
     opts = {"drawn": True, "random_weights": True} if v.sharp else {}
@@ -286,7 +291,7 @@ def _stale(v: _View, seen: _Seen) -> Finding | None:
         changed: dict[str, Any] = {"state": {k: earlier.state[k].to(w.dtype) for k, w in v.state.items()}}
         if v.norm:
             changed["eps"] = earlier.eps
-        if v.component == "Block":
+        if v.configured:
             changed["config"] = earlier.config
         if _explains(v, **changed):
             whose = "the same module's" if earlier.module == v.module else "another instance's"
@@ -510,7 +515,7 @@ def _narrower(v: _View, seen: _Seen, *, only_reproduced: bool = False) -> Findin
     tells += [(f, True, lambda f: _range_of(v, seen.gold, f)) for f in reversed(narrower)]
     if only_reproduced:  # the widest c that reproduces it: a narrower one reproduces it only where it rounds alike
         tells = [(f, False, lambda f: _reproduced(v, f)) for f in reversed(narrower)]
-    elif v.component == "Block":  # no output of c, no row factor: the size and spread of its errors are the trace
+    elif v.record.causal:  # rows mixed: no output of c, no row factor; the size and spread of its errors are the trace
         tells += [(f, False, None) for f in reversed(narrower)]
     a = bounds.declared_arithmetic()
     for f, by_range, tell in tells:
@@ -633,7 +638,7 @@ def _range_of(v: _View, gold: Any, f: Any) -> str:
     """RMSNorm, SwiGLU: the broken rows — a non-finite output, or zeros where the golden row is not — are exactly
     the rows c's range cannot hold (RMSNorm: where x² or Σx² may overflow c; SwiGLU: where x does), and there
     are some: what reading x into c does (NaN from inf·0, or x·rsqrt(inf) = 0)."""
-    if v.component == "Block":
+    if v.record.causal:  # a row's output depends on other rows: no row is broken by its own range alone
         return ""
     x = (v.normed if v.norm else as_f64(v.x)).reshape(-1, v.x.shape[-1])
     y, g = v.y.reshape(x.shape), _exact(gold).reshape(x.shape)
@@ -707,15 +712,21 @@ def _is_mismatch(call: Mapping[str, Any], mismatch: Mapping[str, Any] | None) ->
                for y in outs)  # fmt: skip
 
 
+def _input_keys(call: Mapping[str, Any], rec: components.Component) -> list[str]:
+    """The keys of the record's inputs in a recorded call (the harness records x, then input_1 … unnamed)."""
+    keys = [name if name in call else f"input_{i}" for i, name in enumerate(rec.inputs)]
+    keys[0] = "x"
+    return keys
+
+
 def _reduce(order: int, call: Mapping[str, Any], mismatch: Mapping[str, Any] | None) -> _View | None:
-    """The call on at most ``_ROWS`` rows (the worst one first) or, for a Block, a causal prefix of at most
-    ``_TOKENS`` tokens of the worst batch entry (its output depends on no later token); None when one golden
+    """The call on at most ``_ROWS`` rows (the worst one first) or, for a causal component (the Block), a prefix
+    of at most ``_TOKENS`` tokens of the worst batch entry (its output depends on no later token); None when one golden
     evaluation of that costs more than about ``_WORK`` multiply-adds. Inputs and outputs are those of the
     component's record (``components``), every one of x's shape."""
     component = call["component"]
     rec = components.record(component)
-    keys = [name if name in call else f"input_{i}" for i, name in enumerate(rec.inputs)]  # harness: x, input_1 …
-    keys[0] = "x"
+    keys = _input_keys(call, rec)
     if any(k not in call for k in keys):
         return None
     inputs, outs = tuple(call[k] for k in keys), _outputs(call)
@@ -729,20 +740,20 @@ def _reduce(order: int, call: Mapping[str, Any], mismatch: Mapping[str, Any] | N
         return None
     index = tuple(mismatch["index"]) if mismatch is not None else None
     D = x.shape[-1]
-    if component == "Block":
+    weights = sum(w.numel() for w in state.values() if w.ndim == 2)  # multiply-adds per row through the weights
+    if rec.causal:  # the tokens up to the failed one are a call of their own: a prefix of one sequence
         if x.ndim != 3:
             return None
         b, pos = (index[0], index[1]) if index else (0, 0)
         T = min(x.shape[1], _TOKENS if pos >= _TOKENS else max(pos + 1, _ROWS))
-        F = state["ffn.w_gate.weight"].shape[0]
-        if T * (T + 3 * F + 4 * D) * D > _WORK:
+        if T * (T * D + weights) > _WORK:  # attention T·D per token, and the weights
             return None
 
         def select(t: torch.Tensor) -> torch.Tensor:
             return t[b : b + 1, :T]
 
     else:
-        per_row = max(D, sum(w.numel() for w in state.values() if w.ndim == 2))  # SwiGLU: 3·D·F per row
+        per_row = max(D, weights)  # SwiGLU: 3·D·F per row
         if per_row > _WORK:
             return None
         rows = math.prod(x.shape[:-1])
@@ -865,10 +876,14 @@ def input_row(calls: Sequence[Mapping[str, Any]] | None, mismatch: Mapping[str, 
     tiny = (row != 0) & (np.abs(row) < f.smallest_normal)
     if tiny.any():
         regimes.append(f"{int(tiny.sum())} subnormal value{'s' if tiny.sum() > 1 else ''}")
-    if call["component"] == "RMSNorm" and row.size:
-        ms, eps = float(np.mean(row * row)), float(call.get("kwargs", {}).get("eps", 1e-6))
+    rec = components.record(call["component"])
+    keys = _input_keys(call, rec)
+    if "eps" in rec.defaults and "weight" in rec.gains and row.size and all(k in call for k in keys):  # a norm
+        normed = sum(as_f64(call[k][index[:-1]]) for k in keys)  # the row it normalises: the sum of its inputs
+        ms, eps = float(np.mean(normed * normed)), float(call.get("kwargs", {}).get("eps", 1e-6))
         if ms < eps:
-            regimes.append(f"eps-dominated: mean(x²) {ms:.3g} < eps {eps:.3g}")
+            what = "x²" if len(rec.inputs) == 1 else f"({' + '.join(rec.inputs)})²"
+            regimes.append(f"eps-dominated: mean({what}) {ms:.3g} < eps {eps:.3g}")
     big = float(np.max(np.abs(row[np.isfinite(row)]), initial=0.0))
     if big * big > f.max:
         regimes.append(f"x² overflows {f.name}: max |x| {big:.4g}")

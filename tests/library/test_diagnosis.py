@@ -262,6 +262,21 @@ def test_a_regime_failure_shows_its_input_row():
     assert "x² overflows fp16: max |x| 300" in row
 
 
+def test_a_norm_of_a_sum_shows_the_row_it_normalises_as_eps_dominated():
+    """AddRMSNorm normalises x + residual: its input row is eps-dominated when the sum is (x alone is not), as a
+    record that is a norm (a gain, an eps) says — no component named in the diagnosis."""
+    x = torch.tensor([[1.0, -2.0, 3.0]], dtype=torch.float32)
+    r = -x + torch.tensor([[1e-5, 0.0, -1e-5]])  # the sum: 1e-5 up to rounding, mean square ≪ eps
+    y = torch.zeros_like(x)
+    call = {**_call("AddRMSNorm", x, {"weight": torch.ones(3)}, y, 3, eps=1e-6), "residual": r, "outputs": (y, x + r)}
+    row = diagnosis.input_row([call], {"what": "y", "actual": y.double().numpy(), "index": (0, 0)})
+    assert row is not None and "eps-dominated: mean((x + residual)²)" in row
+    plain = diagnosis.input_row(
+        [{**call, "component": "RMSNorm", "y": y}], {"what": "y", "actual": y.double().numpy(), "index": (0, 0)}
+    )
+    assert plain is None  # x alone: mean(x²) ≫ eps, no regime
+
+
 # ------------------------------------------------------------------------ the commonest causes (issue 37)
 
 
