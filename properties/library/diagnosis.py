@@ -34,6 +34,7 @@ root) does not have.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -44,7 +45,7 @@ import torch
 import golden
 from golden.formats import NAMES, fmt
 from properties.adapters.kit import permute_rope
-from properties.library import components
+from properties.library import components, contexts
 from properties.library.assertions import as_f64, golden_agreement
 from properties.library.conventions import Conventions, written
 from properties.library.harness import GRADCHECK_ATOL, GRADCHECK_STEP
@@ -92,6 +93,8 @@ class _View:
     select: Callable[[torch.Tensor], torch.Tensor]  # the reduction, applied to tensors of x's full shape
     out: int = 0
     sharp: bool = False  # judged as the law judged: the probabilistic tier too (the law drew these inputs)
+    out_dtypes: tuple[torch.dtype, ...] = ()  # the dtype each output came back in
+    autocast: torch.dtype | None = None  # the call ran under autocast to this dtype (``contexts.CallContext``)
 
     @property
     def x(self) -> torch.Tensor:
@@ -103,7 +106,8 @@ class _View:
 
     @property
     def t(self) -> torch.dtype:
-        return self.x.dtype
+        """The dtype the call is judged in: the input's, or autocast's (the law judges inputs exact in it so)."""
+        return self.autocast or self.x.dtype
 
     @property
     def record(self) -> components.Component:
@@ -280,26 +284,43 @@ def _rope_layout(v: _View, seen: _Seen) -> Finding | None:
 
 
 def _stale(v: _View, seen: _Seen) -> Finding | None:
-    """The result is the golden value for the weights (and eps, config) an earlier call of the example had."""
-    for earlier in seen.calls:
-        if earlier.order >= v.order or earlier.component != v.component:
-            continue
+    """The result is the golden value for the weights and settings (eps, config) an earlier call of the example had
+    — the same module's calls first — or for its own weights with another instance's settings (a value derived
+    from the settings cached per class, keyed without them)."""
+    earlier_calls = sorted(
+        (e for e in seen.calls if e.order < v.order and e.component == v.component),
+        key=lambda e: (e.module != v.module, e.order),
+    )
+    for earlier in earlier_calls:
         if not all(k in earlier.state and earlier.state[k].shape == w.shape for k, w in v.state.items()):
             continue
-        if _same(earlier.state, v.state) and earlier.args == v.args and earlier.kwargs == v.kwargs:
-            continue
-        changed: dict[str, Any] = {"state": {k: earlier.state[k].to(w.dtype) for k, w in v.state.items()}}
-        if v.norm:
-            changed["eps"] = earlier.eps
+        settings: dict[str, Any] = {"eps": earlier.eps} if v.norm else {}
         if v.configured:
-            changed["config"] = earlier.config
-        if _explains(v, **changed):
-            whose = "the same module's" if earlier.module == v.module else "another instance's"
+            settings["config"] = earlier.config
+        same_settings = earlier.args == v.args and earlier.kwargs == v.kwargs
+        whose = "the same module's" if earlier.module == v.module else "another instance's"
+        if not (_same(earlier.state, v.state) and same_settings):
+            state = {k: earlier.state[k].to(w.dtype) for k, w in v.state.items()}
+            if _explains(v, state=state, **settings):
+                return _bug(
+                    f"stale state: the result is right for {whose} weights and settings at call "
+                    f"{earlier.order + 1} of this example (something derived from them cached at a first call, or "
+                    "per class)"
+                )
+        if not same_settings and earlier.module != v.module and _explains(v, **settings):
             return _bug(
-                f"stale state: the result is right for {whose} weights and settings at call {earlier.order + 1} "
-                "of this example (something derived from them cached at a first call, or per class)"
+                f"stale state: the result is right for its own weights with another instance's settings (call "
+                f"{earlier.order + 1} of this example: {_settings(earlier)}) — something derived from the settings "
+                "cached per class, keyed without them"
             )
     return None
+
+
+def _settings(v: _View) -> str:
+    """The settings of a call, shown: "eps=0.01", "rope_theta=10, norm_eps=1e-05"."""
+    if v.configured:
+        return f"rope_theta={v.config.rope_theta:g}, norm_eps={v.config.norm_eps:g}"
+    return f"eps={v.eps:g}" if v.norm else "its constructor arguments"
 
 
 def _same(a: Mapping[str, torch.Tensor], b: Mapping[str, torch.Tensor]) -> bool:
@@ -764,10 +785,11 @@ def _reduce(order: int, call: Mapping[str, Any], mismatch: Mapping[str, Any] | N
         def select(t: torch.Tensor) -> torch.Tensor:
             return t.reshape(-1, D)[chosen]
 
+    setting = contexts.CallContext.of(call.get("context"))
     return _View(
         component, order, tuple(select(a) for a in inputs), tuple(as_f64(select(y)) for y in outs),
         tuple(x.shape), state, tuple(call["args"]), dict(call.get("kwargs", {})), call.get("module"),
-        call.get("layout"), select,
+        call.get("layout"), select, out_dtypes=tuple(y.dtype for y in outs), autocast=setting.autocast_dtype,
     )  # fmt: skip
 
 
@@ -802,6 +824,8 @@ def diagnose(
     with bounds.declared(c.arithmetic()):
         views = [dataclasses.replace(v, sharp=tier == "probabilistic") for v in _views(calls, mismatch)]
         for whole in views:
+            if (found := _output_dtype(whole)) is not None:
+                return found
             golds, bounds_ = _evaluate(whole)
             failing = [
                 k for k, (y, g, b) in enumerate(zip(whole.ys, golds, bounds_, strict=True))
@@ -811,6 +835,8 @@ def diagnose(
                 continue  # an accurate call: the law's failure is elsewhere
             view = dataclasses.replace(whole, out=failing[0])
             seen = _Seen(c, golds, bounds_, tuple(views), out=failing[0])
+            if view.autocast is not None:  # the hypotheses model a call without autocast
+                return Finding(NO_MATCH + " (the known conventions model a call without autocast)", "none")
             for hypothesis in HYPOTHESES:
                 found = hypothesis(view, seen)
                 if found is not None:
@@ -824,6 +850,24 @@ def diagnose(
             {"batch_invariant": False},
         )
     return None
+
+
+def _output_dtype(v: _View) -> Finding | None:
+    """An output in a dtype the call cannot return: not the input's, not the one its parameters promote it to, not
+    autocast's (when it ran under autocast). Its values were rounded to that dtype — no convention of the arithmetic
+    explains them, so no hypothesis is tried: a cast on the way is the finding."""
+    x = v.x.dtype
+    accepted = {x, functools.reduce(torch.promote_types, (w.dtype for w in v.state.values()), x)}
+    accepted |= {v.autocast} if v.autocast is not None else set()
+    wrong = [(name, d) for name, d in zip(v.record.outputs, v.out_dtypes, strict=False) if d not in accepted]
+    if not wrong:
+        return None
+    name, d = wrong[0]
+    given = " or ".join(sorted(fmt(a).name for a in accepted))
+    return _bug(
+        f"{v.component} output {name} returned in {fmt(d).name}, not {given}: its values rounded to {fmt(d).name} "
+        f"on the way (a hard-coded cast, as custom_fwd(cast_inputs=torch.float16) under autocast)"
+    )
 
 
 def _for_law(found: Finding, law_id: str) -> Finding:

@@ -99,7 +99,10 @@ def test_catalogue_bugs_are_not_dressed_as_conventions(name):
         ("mean_subtraction", "looks like LayerNorm's centring"),  # issue 37: centring is named
         ("forgot_gamma", "looks like γ = 1: the gain not applied"),
         ("rmsnorm_cached_weight_cast", "looks like stale state: the result is right for the same module's weights"),
-        ("rope_class_cache", "looks like stale state: the result is right for another instance's weights"),
+        (
+            "rope_class_cache",
+            "looks like stale state: the result is right for its own weights with another instance's settings",
+        ),
         ("rmsnorm_reused_output_buffer", "looks like one output buffer reused across calls"),
     ],
 )
@@ -243,6 +246,20 @@ def test_a_bug_of_the_diagnosis_never_changes_the_verdict(monkeypatch):
     result = run_law(LAWS["RMSNorm.rmsnorm_matches_golden"], subject(component, cls), dtype="fp32", profile="ci")
     assert result.status == "failed" and result.cause == "law" and result.diagnosis is None
     assert result.measurements["diagnosis error"] == "RuntimeError: diagnosis bug"
+
+
+def test_an_output_in_a_dtype_the_call_cannot_return_is_the_finding_not_an_eps():
+    """rmsnorm_autocast_half_cast's counterexample (D = 1, x = 1: y = γ·(1 − 5e-7)): its output came back in fp16
+    under bf16 autocast; rounded to fp16 it is exactly γ — what eps = 0 gives — so the value hypotheses matched
+    "eps = 0". The dtype is the finding; under autocast an accepted dtype is the input's or autocast's."""
+    x, w = torch.tensor([[1.0]]), torch.tensor([1.3671875])
+    y = _rmsnorm(x, w, 1e-6).to(torch.float16)
+    call = {**_call("RMSNorm", x, {"weight": w}, y, 1, eps=1e-6), "context": {"autocast": "bf16"}}
+    found = diagnosis.diagnose([call], Conventions("RMSNorm"))
+    assert found.kind == "bug" and "output y returned in fp16, not bf16 or fp32" in found.text
+    assert "eps" not in found.text
+    bf16 = {**call, "y": _rmsnorm(x, w, 1e-6).to(torch.bfloat16)}  # autocast's own dtype: accepted, in its bound
+    assert diagnosis.diagnose([bf16], Conventions("RMSNorm")) is None
 
 
 # ------------------------------------------------------------------------ the input row of a regime failure
