@@ -378,6 +378,8 @@ PITFALLS: dict[str, Pitfall] = dict([
            "RoPE inv_freq non-persistent: garbage after to_empty"),
     _entry("add_norm_eps_buffer_not_persistent", "AddRMSNorm.add_rmsnorm_survives_copies_moves_and_to_empty", "fp32",
            TEST, "eps in a non-persistent buffer: garbage after to_empty"),
+    _entry("add_norm_eps_per_class", "AddRMSNorm.add_rmsnorm_follows_its_module_lifecycle", "fp32", TEST,
+           "eps baked into a kernel cached per class by (D, dtype)"),
     # Written as Triton kernels (triton_rmsnorm: the correct skeleton); run by Triton's interpreter without CUDA.
     _entry("triton_tail_mask_off_by_one", "RMSNorm.rmsnorm_matches_golden", "fp32", TEST,
            "Triton: the tail mask one column short", requires="triton"),

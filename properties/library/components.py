@@ -93,6 +93,14 @@ class Component:
     cheap: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # native draw options of a family that
     # calls the module a dozen times per example (the layout family): sizes that keep it within its cost
     wide: Callable[[Any], Any] | None = None  # (dtype) -> a native case of wide rows, pinned by the families
+    pinned: Callable[[Any], Any] | None = None  # (dtype) -> a small native case of several rows, a non-zero mean,
+    # weights of both signs (its protocol pin): stale state, another instance's weights or options move every value
+    other_options: Callable[[Case], Case] | None = None  # the case with other constructor options of the same
+    # sizes (eps; the Block: rope_theta and eps): a second instance a cache keyed by the sizes alone confuses
+    limits: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)  # family -> {"dtypes": the
+    # input dtype names it runs in, "cost": its cost}, where a family is too costly for this component otherwise
+    causal: bool = False  # row t of a sequence depends on the rows ≤ t of that sequence (attention); False: every
+    # output row on its own input row only (the diagnosis re-evaluates a prefix of tokens, or a few rows)
     batch_invariant_on_cpu: str = ""  # why the reference's rows never depend on the batch on the CPU: the
     # batch-invariance laws then require it, bitwise, unless declared; empty: they measure and report it (a CPU
     # GEMM picks its kernel by the number of rows: ``nn.Linear`` is not batch-invariant)
@@ -277,6 +285,12 @@ def _eps(case: Case) -> float:
     return float(case.kwargs["eps"])
 
 
+def _other_eps(case: Case) -> Case:
+    """The case with another eps: 1e-2, or 1e-5 where it is 1e-2."""
+    eps = 1e-2 if _eps(case) != 1e-2 else 1e-5
+    return dataclasses.replace(case, kwargs={**case.kwargs, "eps": eps}, native=None)
+
+
 # ---------------------------------------------------------------------------------------------- RMSNorm
 def _rmsnorm_of(c: Any) -> Case:
     return Case("RMSNorm", (c.weight.shape[-1],), {"eps": c.eps}, {"weight": c.weight}, (c.x,), c)
@@ -356,6 +370,8 @@ register(
         gains=("weight",),
         from_terms=lambda t: ({"weight": t["weight"]}, {"eps": t["eps"]}),
         of_native=_rmsnorm_of,
+        pinned=lambda dtype: _strategies().PROTOCOL_PINS["RMSNorm"].build(dtype),
+        other_options=_other_eps,
         wide=lambda dtype: _strategies().RMSNORM_PINS["wide rows, D=512"].build(dtype),
         batch_invariant_on_cpu="a row's RMSNorm is its own reduction on the CPU (torch's F.rms_norm is "
         "batch-invariant)",
@@ -441,6 +457,7 @@ register(
         grad_names={f"{n}.weight": n for n in ("w_gate", "w_up", "w_down")},
         slug="swiglu",
         of_native=_swiglu_of,
+        pinned=lambda dtype: _strategies().PROTOCOL_PINS["SwiGLU"].build(dtype),
         cheap={"max_dim": 128},
         not_applicable={
             "budget": _NO_CONFIG + " (its three matrices of the FFN width: swiglu_has_three_matrices_of_ffn_dim)",
@@ -524,6 +541,14 @@ def _block_vjp(case: Case, cotangents: tuple[Any, ...], dtype: Any) -> dict[str,
     return out
 
 
+def _other_rope(case: Case) -> Case:
+    """The case with a RoPE base far from its own (the angles past position 0 differ by far more than the bound's
+    reach) and another norm eps."""
+    c = _config(case)
+    theta, eps = 10.0 if c.rope_theta >= 1000.0 else 10000.0, 1e-5 if c.norm_eps != 1e-5 else 1e-6
+    return dataclasses.replace(case, args=(dataclasses.replace(c, rope_theta=theta, norm_eps=eps),), native=None)
+
+
 def _block_build(impl: Any, case: Case, params: dict[str, Any], dtype: Any, device: str) -> Any:
     from properties.library import harness
 
@@ -547,6 +572,7 @@ register(
         summary="pre-norm transformer block: h = x + attn(RMSNorm(x)), out = h + SwiGLU(RMSNorm(h)); causal GQA, "
         "rotate-half RoPE",
         compute=_MODULE_DTYPE,
+        causal=True,
         draw=_block_draw,
         construct=lambda params, options: ((options["config"],), {}),
         golden_of=_block_golden,
@@ -558,6 +584,9 @@ register(
         gains=("attn_norm.weight", "ffn_norm.weight"),
         from_terms=_block_terms,
         of_native=_block_of,
+        pinned=lambda dtype: _strategies().PROTOCOL_PINS["Block"].build(dtype),
+        other_options=_other_rope,
+        limits={"lifecycle": {"dtypes": ("fp32",), "cost": 8}},  # a dozen golden Blocks per example: 25 s in ci
         cheap={"max_dim": 32, "max_tokens": 4},
         not_applicable={
             "domain": "its norms' limit is RMSNorm's (rmsnorm_is_exact_up_to_the_overflow_threshold); past it the "
@@ -625,14 +654,14 @@ register(
         gains=("weight",),
         from_terms=lambda t: ({"weight": t["weight"]}, {"eps": t["eps"]}),
         of_native=_add_of,
+        pinned=lambda dtype: _strategies().ADD_RMSNORM_PINS["every protocol"].build(dtype),
+        other_options=_other_eps,
         wide=lambda dtype: _strategies().ADD_RMSNORM_PINS["wide rows, D=1024"].build(dtype),
         not_applicable={
             "budget": _NO_CONFIG,
             "sequence": _NO_SEQUENCE,
             "domain": "not yet: its norm meets RMSNorm's Σh² limit, and the domain law is written for RMSNorm only "
             "(a generic domain family is left to do)",
-            "lifecycle": "not yet: the lifecycle laws are written per component and none for AddRMSNorm (its state is "
-            "RMSNorm's one weight; a generic lifecycle family is left to do)",
         },
     )
 )

@@ -34,6 +34,7 @@ root) does not have.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -44,7 +45,7 @@ import torch
 import golden
 from golden.formats import NAMES, fmt
 from properties.adapters.kit import permute_rope
-from properties.library import components
+from properties.library import components, contexts
 from properties.library.assertions import as_f64, golden_agreement
 from properties.library.conventions import Conventions, written
 from properties.library.harness import GRADCHECK_ATOL, GRADCHECK_STEP
@@ -92,6 +93,8 @@ class _View:
     select: Callable[[torch.Tensor], torch.Tensor]  # the reduction, applied to tensors of x's full shape
     out: int = 0
     sharp: bool = False  # judged as the law judged: the probabilistic tier too (the law drew these inputs)
+    out_dtypes: tuple[torch.dtype, ...] = ()  # the dtype each output came back in
+    autocast: torch.dtype | None = None  # the call ran under autocast to this dtype (``contexts.CallContext``)
 
     @property
     def x(self) -> torch.Tensor:
@@ -103,7 +106,8 @@ class _View:
 
     @property
     def t(self) -> torch.dtype:
-        return self.x.dtype
+        """The dtype the call is judged in: the input's, or autocast's (the law judges inputs exact in it so)."""
+        return self.autocast or self.x.dtype
 
     @property
     def record(self) -> components.Component:
@@ -120,6 +124,11 @@ class _View:
         """The row a norm normalises, exactly: its input, or the sum of its inputs (AddRMSNorm's h)."""
         with np.errstate(invalid="ignore", over="ignore"):  # (inf + −inf: a NaN row, as the norm reads it)
             return sum(as_f64(a) for a in self.inputs)
+
+    @property
+    def configured(self) -> bool:
+        """Built from a ModelConfig (its first constructor argument; the drop-in's ``config`` term): the Block."""
+        return "config" in self.record.terms
 
     @property
     def eps(self) -> float:
@@ -144,7 +153,7 @@ def _evaluate(v: _View, x: torch.Tensor | None = None, state: Mapping[str, torch
     given = v.inputs if inputs is None else inputs
     given = given if x is None else (x, *given[1:])
     kwargs = {**v.kwargs, "eps": v.eps if eps is None else eps} if v.norm else dict(v.kwargs)
-    args = (v.config if config is None else config, *v.args[1:]) if v.component == "Block" else v.args
+    args = (v.config if config is None else config, *v.args[1:]) if v.configured else v.args
     state = dict(v.state if state is None else state)
     case = components.Case(v.component, tuple(args), kwargs, state, tuple(given))
     opts = {"drawn": True, "random_weights": True} if v.sharp else {}
@@ -275,26 +284,43 @@ def _rope_layout(v: _View, seen: _Seen) -> Finding | None:
 
 
 def _stale(v: _View, seen: _Seen) -> Finding | None:
-    """The result is the golden value for the weights (and eps, config) an earlier call of the example had."""
-    for earlier in seen.calls:
-        if earlier.order >= v.order or earlier.component != v.component:
-            continue
+    """The result is the golden value for the weights and settings (eps, config) an earlier call of the example had
+    — the same module's calls first — or for its own weights with another instance's settings (a value derived
+    from the settings cached per class, keyed without them)."""
+    earlier_calls = sorted(
+        (e for e in seen.calls if e.order < v.order and e.component == v.component),
+        key=lambda e: (e.module != v.module, e.order),
+    )
+    for earlier in earlier_calls:
         if not all(k in earlier.state and earlier.state[k].shape == w.shape for k, w in v.state.items()):
             continue
-        if _same(earlier.state, v.state) and earlier.args == v.args and earlier.kwargs == v.kwargs:
-            continue
-        changed: dict[str, Any] = {"state": {k: earlier.state[k].to(w.dtype) for k, w in v.state.items()}}
-        if v.norm:
-            changed["eps"] = earlier.eps
-        if v.component == "Block":
-            changed["config"] = earlier.config
-        if _explains(v, **changed):
-            whose = "the same module's" if earlier.module == v.module else "another instance's"
+        settings: dict[str, Any] = {"eps": earlier.eps} if v.norm else {}
+        if v.configured:
+            settings["config"] = earlier.config
+        same_settings = earlier.args == v.args and earlier.kwargs == v.kwargs
+        whose = "the same module's" if earlier.module == v.module else "another instance's"
+        if not (_same(earlier.state, v.state) and same_settings):
+            state = {k: earlier.state[k].to(w.dtype) for k, w in v.state.items()}
+            if _explains(v, state=state, **settings):
+                return _bug(
+                    f"stale state: the result is right for {whose} weights and settings at call "
+                    f"{earlier.order + 1} of this example (something derived from them cached at a first call, or "
+                    "per class)"
+                )
+        if not same_settings and earlier.module != v.module and _explains(v, **settings):
             return _bug(
-                f"stale state: the result is right for {whose} weights and settings at call {earlier.order + 1} "
-                "of this example (something derived from them cached at a first call, or per class)"
+                f"stale state: the result is right for its own weights with another instance's settings (call "
+                f"{earlier.order + 1} of this example: {_settings(earlier)}) — something derived from the settings "
+                "cached per class, keyed without them"
             )
     return None
+
+
+def _settings(v: _View) -> str:
+    """The settings of a call, shown: "eps=0.01", "rope_theta=10, norm_eps=1e-05"."""
+    if v.configured:
+        return f"rope_theta={v.config.rope_theta:g}, norm_eps={v.config.norm_eps:g}"
+    return f"eps={v.eps:g}" if v.norm else "its constructor arguments"
 
 
 def _same(a: Mapping[str, torch.Tensor], b: Mapping[str, torch.Tensor]) -> bool:
@@ -510,7 +536,7 @@ def _narrower(v: _View, seen: _Seen, *, only_reproduced: bool = False) -> Findin
     tells += [(f, True, lambda f: _range_of(v, seen.gold, f)) for f in reversed(narrower)]
     if only_reproduced:  # the widest c that reproduces it: a narrower one reproduces it only where it rounds alike
         tells = [(f, False, lambda f: _reproduced(v, f)) for f in reversed(narrower)]
-    elif v.component == "Block":  # no output of c, no row factor: the size and spread of its errors are the trace
+    elif v.record.causal:  # rows mixed: no output of c, no row factor; the size and spread of its errors are the trace
         tells += [(f, False, None) for f in reversed(narrower)]
     a = bounds.declared_arithmetic()
     for f, by_range, tell in tells:
@@ -633,7 +659,7 @@ def _range_of(v: _View, gold: Any, f: Any) -> str:
     """RMSNorm, SwiGLU: the broken rows — a non-finite output, or zeros where the golden row is not — are exactly
     the rows c's range cannot hold (RMSNorm: where x² or Σx² may overflow c; SwiGLU: where x does), and there
     are some: what reading x into c does (NaN from inf·0, or x·rsqrt(inf) = 0)."""
-    if v.component == "Block":
+    if v.record.causal:  # a row's output depends on other rows: no row is broken by its own range alone
         return ""
     x = (v.normed if v.norm else as_f64(v.x)).reshape(-1, v.x.shape[-1])
     y, g = v.y.reshape(x.shape), _exact(gold).reshape(x.shape)
@@ -707,15 +733,21 @@ def _is_mismatch(call: Mapping[str, Any], mismatch: Mapping[str, Any] | None) ->
                for y in outs)  # fmt: skip
 
 
+def _input_keys(call: Mapping[str, Any], rec: components.Component) -> list[str]:
+    """The keys of the record's inputs in a recorded call (the harness records x, then input_1 … unnamed)."""
+    keys = [name if name in call else f"input_{i}" for i, name in enumerate(rec.inputs)]
+    keys[0] = "x"
+    return keys
+
+
 def _reduce(order: int, call: Mapping[str, Any], mismatch: Mapping[str, Any] | None) -> _View | None:
-    """The call on at most ``_ROWS`` rows (the worst one first) or, for a Block, a causal prefix of at most
-    ``_TOKENS`` tokens of the worst batch entry (its output depends on no later token); None when one golden
+    """The call on at most ``_ROWS`` rows (the worst one first) or, for a causal component (the Block), a prefix
+    of at most ``_TOKENS`` tokens of the worst batch entry (its output depends on no later token); None when one golden
     evaluation of that costs more than about ``_WORK`` multiply-adds. Inputs and outputs are those of the
     component's record (``components``), every one of x's shape."""
     component = call["component"]
     rec = components.record(component)
-    keys = [name if name in call else f"input_{i}" for i, name in enumerate(rec.inputs)]  # harness: x, input_1 …
-    keys[0] = "x"
+    keys = _input_keys(call, rec)
     if any(k not in call for k in keys):
         return None
     inputs, outs = tuple(call[k] for k in keys), _outputs(call)
@@ -729,20 +761,20 @@ def _reduce(order: int, call: Mapping[str, Any], mismatch: Mapping[str, Any] | N
         return None
     index = tuple(mismatch["index"]) if mismatch is not None else None
     D = x.shape[-1]
-    if component == "Block":
+    weights = sum(w.numel() for w in state.values() if w.ndim == 2)  # multiply-adds per row through the weights
+    if rec.causal:  # the tokens up to the failed one are a call of their own: a prefix of one sequence
         if x.ndim != 3:
             return None
         b, pos = (index[0], index[1]) if index else (0, 0)
         T = min(x.shape[1], _TOKENS if pos >= _TOKENS else max(pos + 1, _ROWS))
-        F = state["ffn.w_gate.weight"].shape[0]
-        if T * (T + 3 * F + 4 * D) * D > _WORK:
+        if T * (T * D + weights) > _WORK:  # attention T·D per token, and the weights
             return None
 
         def select(t: torch.Tensor) -> torch.Tensor:
             return t[b : b + 1, :T]
 
     else:
-        per_row = max(D, sum(w.numel() for w in state.values() if w.ndim == 2))  # SwiGLU: 3·D·F per row
+        per_row = max(D, weights)  # SwiGLU: 3·D·F per row
         if per_row > _WORK:
             return None
         rows = math.prod(x.shape[:-1])
@@ -753,10 +785,11 @@ def _reduce(order: int, call: Mapping[str, Any], mismatch: Mapping[str, Any] | N
         def select(t: torch.Tensor) -> torch.Tensor:
             return t.reshape(-1, D)[chosen]
 
+    setting = contexts.CallContext.of(call.get("context"))
     return _View(
         component, order, tuple(select(a) for a in inputs), tuple(as_f64(select(y)) for y in outs),
         tuple(x.shape), state, tuple(call["args"]), dict(call.get("kwargs", {})), call.get("module"),
-        call.get("layout"), select,
+        call.get("layout"), select, out_dtypes=tuple(y.dtype for y in outs), autocast=setting.autocast_dtype,
     )  # fmt: skip
 
 
@@ -791,6 +824,8 @@ def diagnose(
     with bounds.declared(c.arithmetic()):
         views = [dataclasses.replace(v, sharp=tier == "probabilistic") for v in _views(calls, mismatch)]
         for whole in views:
+            if (found := _output_dtype(whole)) is not None:
+                return found
             golds, bounds_ = _evaluate(whole)
             failing = [
                 k for k, (y, g, b) in enumerate(zip(whole.ys, golds, bounds_, strict=True))
@@ -800,6 +835,8 @@ def diagnose(
                 continue  # an accurate call: the law's failure is elsewhere
             view = dataclasses.replace(whole, out=failing[0])
             seen = _Seen(c, golds, bounds_, tuple(views), out=failing[0])
+            if view.autocast is not None:  # the hypotheses model a call without autocast
+                return Finding(NO_MATCH + " (the known conventions model a call without autocast)", "none")
             for hypothesis in HYPOTHESES:
                 found = hypothesis(view, seen)
                 if found is not None:
@@ -813,6 +850,24 @@ def diagnose(
             {"batch_invariant": False},
         )
     return None
+
+
+def _output_dtype(v: _View) -> Finding | None:
+    """An output in a dtype the call cannot return: not the input's, not the one its parameters promote it to, not
+    autocast's (when it ran under autocast). Its values were rounded to that dtype — no convention of the arithmetic
+    explains them, so no hypothesis is tried: a cast on the way is the finding."""
+    x = v.x.dtype
+    accepted = {x, functools.reduce(torch.promote_types, (w.dtype for w in v.state.values()), x)}
+    accepted |= {v.autocast} if v.autocast is not None else set()
+    wrong = [(name, d) for name, d in zip(v.record.outputs, v.out_dtypes, strict=False) if d not in accepted]
+    if not wrong:
+        return None
+    name, d = wrong[0]
+    given = " or ".join(sorted(fmt(a).name for a in accepted))
+    return _bug(
+        f"{v.component} output {name} returned in {fmt(d).name}, not {given}: its values rounded to {fmt(d).name} "
+        f"on the way (a hard-coded cast, as custom_fwd(cast_inputs=torch.float16) under autocast)"
+    )
 
 
 def _for_law(found: Finding, law_id: str) -> Finding:
@@ -865,10 +920,14 @@ def input_row(calls: Sequence[Mapping[str, Any]] | None, mismatch: Mapping[str, 
     tiny = (row != 0) & (np.abs(row) < f.smallest_normal)
     if tiny.any():
         regimes.append(f"{int(tiny.sum())} subnormal value{'s' if tiny.sum() > 1 else ''}")
-    if call["component"] == "RMSNorm" and row.size:
-        ms, eps = float(np.mean(row * row)), float(call.get("kwargs", {}).get("eps", 1e-6))
+    rec = components.record(call["component"])
+    keys = _input_keys(call, rec)
+    if "eps" in rec.defaults and "weight" in rec.gains and row.size and all(k in call for k in keys):  # a norm
+        normed = sum(as_f64(call[k][index[:-1]]) for k in keys)  # the row it normalises: the sum of its inputs
+        ms, eps = float(np.mean(normed * normed)), float(call.get("kwargs", {}).get("eps", 1e-6))
         if ms < eps:
-            regimes.append(f"eps-dominated: mean(x²) {ms:.3g} < eps {eps:.3g}")
+            what = "x²" if len(rec.inputs) == 1 else f"({' + '.join(rec.inputs)})²"
+            regimes.append(f"eps-dominated: mean({what}) {ms:.3g} < eps {eps:.3g}")
     big = float(np.max(np.abs(row[np.isfinite(row)]), initial=0.0))
     if big * big > f.max:
         regimes.append(f"x² overflows {f.name}: max |x| {big:.4g}")

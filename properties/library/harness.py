@@ -246,6 +246,8 @@ class Ops(protocols.Ops):
 
         more = {f"input_{i}": t for i, t in enumerate(inputs[1:], 1)}  # AddRMSNorm's residual: input_1
         entry = context.record_call(self.component, inputs[0], module, **more)  # the exact tensors, for a replay
+        if entry is not None and setting != contexts.PLAIN:
+            entry["context"] = setting.as_data()  # what the output may be, judged: its dtype under autocast
         shapes = ", ".join(f"{tuple(t.shape)}" for t in inputs)
         y = guard(
             f"{self.component}.forward(inputs of shape {shapes}, {inputs[0].dtype}, {inputs[0].device.type})",

@@ -7,7 +7,7 @@ from the record: ``families.Family.reason``). Never maintained by hand:
 The axes, in order:
 
 * every generic law family (``families.FAMILIES``: one law per record, written once);
-* every law module that is not one component's own (``laws/lifecycle.py``, ``paths.py`` …): its ``AXIS``;
+* every law module that is not one component's own (``laws/paths.py``, ``stored.py`` …): its ``AXIS``;
 * "own": the component's own laws (``laws/<component>.py``: values, gradients, invariants);
 * "protocols": the laws run under call protocols (grad modes, held and aliased outputs, retained graphs …);
 * "diagnosis" (a failure's counterexample re-evaluated: ``library.diagnosis``) and "drop-in"

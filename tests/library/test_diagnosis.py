@@ -99,7 +99,10 @@ def test_catalogue_bugs_are_not_dressed_as_conventions(name):
         ("mean_subtraction", "looks like LayerNorm's centring"),  # issue 37: centring is named
         ("forgot_gamma", "looks like γ = 1: the gain not applied"),
         ("rmsnorm_cached_weight_cast", "looks like stale state: the result is right for the same module's weights"),
-        ("rope_class_cache", "looks like stale state: the result is right for another instance's weights"),
+        (
+            "rope_class_cache",
+            "looks like stale state: the result is right for its own weights with another instance's settings",
+        ),
         ("rmsnorm_reused_output_buffer", "looks like one output buffer reused across calls"),
     ],
 )
@@ -245,6 +248,20 @@ def test_a_bug_of_the_diagnosis_never_changes_the_verdict(monkeypatch):
     assert result.measurements["diagnosis error"] == "RuntimeError: diagnosis bug"
 
 
+def test_an_output_in_a_dtype_the_call_cannot_return_is_the_finding_not_an_eps():
+    """rmsnorm_autocast_half_cast's counterexample (D = 1, x = 1: y = γ·(1 − 5e-7)): its output came back in fp16
+    under bf16 autocast; rounded to fp16 it is exactly γ — what eps = 0 gives — so the value hypotheses matched
+    "eps = 0". The dtype is the finding; under autocast an accepted dtype is the input's or autocast's."""
+    x, w = torch.tensor([[1.0]]), torch.tensor([1.3671875])
+    y = _rmsnorm(x, w, 1e-6).to(torch.float16)
+    call = {**_call("RMSNorm", x, {"weight": w}, y, 1, eps=1e-6), "context": {"autocast": "bf16"}}
+    found = diagnosis.diagnose([call], Conventions("RMSNorm"))
+    assert found.kind == "bug" and "output y returned in fp16, not bf16 or fp32" in found.text
+    assert "eps" not in found.text
+    bf16 = {**call, "y": _rmsnorm(x, w, 1e-6).to(torch.bfloat16)}  # autocast's own dtype: accepted, in its bound
+    assert diagnosis.diagnose([bf16], Conventions("RMSNorm")) is None
+
+
 # ------------------------------------------------------------------------ the input row of a regime failure
 
 
@@ -260,6 +277,21 @@ def test_a_regime_failure_shows_its_input_row():
     call = _call("RMSNorm", big, {"weight": torch.ones(2, dtype=torch.float16)}, big, 2, eps=1e-6)
     row = diagnosis.input_row([call], {"what": "y", "actual": big.double().numpy(), "index": (0, 0)})
     assert "x² overflows fp16: max |x| 300" in row
+
+
+def test_a_norm_of_a_sum_shows_the_row_it_normalises_as_eps_dominated():
+    """AddRMSNorm normalises x + residual: its input row is eps-dominated when the sum is (x alone is not), as a
+    record that is a norm (a gain, an eps) says — no component named in the diagnosis."""
+    x = torch.tensor([[1.0, -2.0, 3.0]], dtype=torch.float32)
+    r = -x + torch.tensor([[1e-5, 0.0, -1e-5]])  # the sum: 1e-5 up to rounding, mean square ≪ eps
+    y = torch.zeros_like(x)
+    call = {**_call("AddRMSNorm", x, {"weight": torch.ones(3)}, y, 3, eps=1e-6), "residual": r, "outputs": (y, x + r)}
+    row = diagnosis.input_row([call], {"what": "y", "actual": y.double().numpy(), "index": (0, 0)})
+    assert row is not None and "eps-dominated: mean((x + residual)²)" in row
+    plain = diagnosis.input_row(
+        [{**call, "component": "RMSNorm", "y": y}], {"what": "y", "actual": y.double().numpy(), "index": (0, 0)}
+    )
+    assert plain is None  # x alone: mean(x²) ≫ eps, no regime
 
 
 # ------------------------------------------------------------------------ the commonest causes (issue 37)

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import nanolm_core
-from properties.gallery import rmsnorm_dropped_column_stride
+from properties.gallery import rmsnorm_cached_weight_cast, rmsnorm_dropped_column_stride
 from properties.library import components, families, matrix
 from properties.library.subject import Implementation
 from properties.running.runner import LAWS, run_law
@@ -78,8 +78,21 @@ def test_a_throwaway_component_gets_every_generic_family_and_its_holes_need_reas
     holes = {axis for c, axis in matrix.unexplained() if c == "ScaledRMSNorm"}
     generic = {*families.FAMILIES, "drop-in", "diagnosis"}
     assert holes and not holes & generic  # every generic axis covered; the rest asks for a written reason
-    assert {"own", "lifecycle", "stored", "paths"} <= holes
+    assert {"own", "stored", "paths"} <= holes
     reasons = {axis: "a throwaway component of this test: no laws of its own" for axis in holes}
     components.unregister("ScaledRMSNorm")
     components.register(dataclasses.replace(scaled, not_applicable=reasons))
     assert matrix.unexplained() == []
+
+
+def test_a_throwaway_component_gets_the_lifecycle_law_and_it_catches_a_stale_weight(scaled):
+    """The lifecycle family is generic: the throwaway record gets ``scaled_rmsnorm_follows_its_module_lifecycle``,
+    which the reference passes and a γ cast once at the first call (stale after a reload) fails."""
+    ids = families.apply(scaled)
+    assert ids["lifecycle"] == ("ScaledRMSNorm.scaled_rmsnorm_follows_its_module_lifecycle",)
+    law = LAWS[ids["lifecycle"][0]]
+    impl = Implementation("scaled", types.SimpleNamespace(ScaledRMSNorm=nanolm_core.RMSNorm))
+    stale = Implementation("scaled-stale", types.SimpleNamespace(ScaledRMSNorm=rmsnorm_cached_weight_cast.RMSNorm))
+    assert run_law(law, impl, dtype=torch.bfloat16, profile="ci").status == "passed"
+    caught = run_law(law, stale, dtype=torch.bfloat16, profile="ci")
+    assert caught.status == "failed" and caught.cause == "law", caught.message

@@ -10,7 +10,7 @@ import torch
 
 from golden.formats import FORMATS
 from properties.library import strategies as S
-from properties.library.laws import lifecycle, sequence
+from properties.library.laws import sequence
 from properties.numerics import bounds
 from tests.common.search import reach
 
@@ -59,7 +59,6 @@ def test_pins_reach_model_sizes_long_sequences_and_many_rows(dtype):
     for p in S.GRAD_PINS.values():
         x = p.build(dtype).case.x
         assert x.reshape(-1, x.shape[-1]).shape[0] == S.MANY_ROWS >= 2 * 64
-    assert lifecycle._pinned_life(dtype).case.x.shape[1] >= 2
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

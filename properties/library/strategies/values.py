@@ -286,3 +286,19 @@ def cotangent(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Te
     if kind == "row" and len(shape) > 1:
         g = g.reshape(-1, shape[-1])[:1].expand(math.prod(shape[:-1]), shape[-1]).reshape(shape).contiguous()
     return g
+
+
+def fresh_params(params: dict[str, torch.Tensor], gains: tuple[str, ...], seed: int) -> dict[str, torch.Tensor]:
+    """New values of every parameter, each of its shape and dtype, from ``seed``: a gain (``gains``: a norm's γ) of
+    both signs with |γ| ∈ [0.25, 2]; any other parameter N(0, σ²), σ its current standard deviation (a weight of
+    the scale drawn: q/k logits as large) — never the old values, so a module that keeps them shows."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, w in params.items():
+        if name in gains:
+            v = rng.uniform(0.25, 2.0, tuple(w.shape)) * rng.choice((-1.0, 1.0), tuple(w.shape))
+        else:
+            sigma = float(w.double().std()) if w.numel() > 1 else 0.0
+            v = rng.standard_normal(tuple(w.shape)) * (sigma or 1 / math.sqrt(max(1, w.shape[-1])))
+        out[name] = torch.from_numpy(v).to(w.dtype)
+    return out
