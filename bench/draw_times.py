@@ -4,7 +4,7 @@
     python bench/draw_times.py --cases 50
 
 For each dtype and case kind (``rmsnorm_cases``, ``swiglu_cases``, ``block_cases`` of
-``properties/library/strategies.py``) prints the seconds to draw ``--cases`` cases (derandomized: the same
+``properties/library/strategies/``) prints the seconds to draw ``--cases`` cases (derandomized: the same
 cases on every machine) and, as the baseline measured in the same run on the same machine, the golden law that
 draws them (``<Component>.<component>_matches_golden`` against the reference, ci profile): its seconds, its
 examples, and the ratio of one draw to one of its examples: the share of a law's example that drawing its case

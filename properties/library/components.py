@@ -22,6 +22,8 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from properties.library.registry import RECORDS, names, record, register, unregister
+
 __all__ = ["RECORDS", "Case", "Component", "names", "record", "register", "unregister"]
 
 
@@ -64,6 +66,8 @@ class Component:
     params: tuple[str, ...]  # the contract's state-dict names
     conventions: tuple[str, ...]  # the typed CONVENTIONS keys it accepts (``conventions.parse`` validates values)
     summary: str  # one line: what it computes
+    # the reference's arithmetic (the contract's defaults a declaration departs from; ``conventions`` reads them)
+    compute: Mapping[str, str]  # input dtype name → the dtype the reference computes in
     # drawing and building
     draw: Callable[..., Any]  # (dtype, min_rows, max_dim, **native) -> SearchStrategy[Case]
     construct: Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[tuple[Any, ...], dict[str, Any]]]
@@ -89,6 +93,9 @@ class Component:
     cheap: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # native draw options of a family that
     # calls the module a dozen times per example (the layout family): sizes that keep it within its cost
     wide: Callable[[Any], Any] | None = None  # (dtype) -> a native case of wide rows, pinned by the families
+    batch_invariant_on_cpu: str = ""  # why the reference's rows never depend on the batch on the CPU: the
+    # batch-invariance laws then require it, bitwise, unless declared; empty: they measure and report it (a CPU
+    # GEMM picks its kernel by the number of rows: ``nn.Linear`` is not batch-invariant)
 
     # ------------------------------------------------------------------------------------ generic access
     def cases(self, dtype: Any, *, min_rows: int = 1, max_dim: int | None = None, **native: Any) -> Any:
@@ -222,35 +229,6 @@ def snake(name: str) -> str:
     return "".join(out)
 
 
-RECORDS: dict[str, Component] = {}
-
-
-def register(component: Component) -> Component:
-    """Add ``component`` to the registry (a name already there is an error: records are not replaced)."""
-    if component.name in RECORDS:
-        raise ValueError(f"component {component.name!r} is already registered")
-    RECORDS[component.name] = component
-    return component
-
-
-def unregister(name: str) -> None:
-    """Remove a record added by :func:`register` (a test's throwaway component)."""
-    RECORDS.pop(name, None)
-
-
-def names() -> tuple[str, ...]:
-    """The components' names, in contract order (light: nothing is imported)."""
-    return tuple(RECORDS)
-
-
-def record(name: str) -> Component:
-    """The record of ``name``; ValueError naming the known components for any other name."""
-    try:
-        return RECORDS[name]
-    except KeyError:
-        raise ValueError(f"unknown component {name!r}; expected one of {', '.join(RECORDS)}") from None
-
-
 # ==================================================================================================== the records
 # Shared pieces. ``_rows(n)``: a batch shape of at least n rows, as (N,) or (B, T) (a wrong row pitch shows only
 # from the second row on).
@@ -270,6 +248,10 @@ _NORM_KEYS = (
 _LINEAR_KEYS = ("compute_dtype", "flush_subnormals", "reduction", "accumulation_dtype", "dtypes", "batch_invariant")
 
 
+# The reference's compute dtype per input dtype (DESIGN: the norms upcast 16-bit input to fp32; SwiGLU and the
+# Block's projections run in the module dtype, their matmuls accumulating in fp32).
+_UPCAST = {"fp64": "fp64", "fp32": "fp32", "fp16": "fp32", "bf16": "fp32"}
+_MODULE_DTYPE = {"fp64": "fp64", "fp32": "fp32", "fp16": "fp16", "bf16": "bf16"}
 _NO_CONFIG = "built from its dimensions, not from a ModelConfig: no parameter budget a config implies"
 _NO_SEQUENCE = "row by row: no sequence dimension (a row's result depends on that row only)"
 
@@ -362,6 +344,7 @@ register(
         params=("weight",),
         conventions=_NORM_KEYS,
         summary="y = x / √(mean(x², −1) + eps) ⊙ weight",
+        compute=_UPCAST,
         draw=_rmsnorm_draw,
         construct=_norm_options,
         golden_of=_rmsnorm_golden,
@@ -374,6 +357,8 @@ register(
         from_terms=lambda t: ({"weight": t["weight"]}, {"eps": t["eps"]}),
         of_native=_rmsnorm_of,
         wide=lambda dtype: _strategies().RMSNORM_PINS["wide rows, D=512"].build(dtype),
+        batch_invariant_on_cpu="a row's RMSNorm is its own reduction on the CPU (torch's F.rms_norm is "
+        "batch-invariant)",
         not_applicable={
             "budget": _NO_CONFIG,
             "sequence": _NO_SEQUENCE,
@@ -444,6 +429,7 @@ register(
         params=_SWIGLU_PARAMS,
         conventions=_LINEAR_KEYS,
         summary="y = W_down (silu(W_gate x) ⊙ W_up x), nn.Linear layouts, no bias",
+        compute=_MODULE_DTYPE,
         draw=_swiglu_draw,
         construct=_swiglu_construct,
         golden_of=_swiglu_golden,
@@ -560,6 +546,7 @@ register(
         conventions=(*_NORM_KEYS, "rope_layout"),
         summary="pre-norm transformer block: h = x + attn(RMSNorm(x)), out = h + SwiGLU(RMSNorm(h)); causal GQA, "
         "rotate-half RoPE",
+        compute=_MODULE_DTYPE,
         draw=_block_draw,
         construct=lambda params, options: ((options["config"],), {}),
         golden_of=_block_golden,
@@ -626,6 +613,7 @@ register(
         params=("weight",),
         conventions=(*_NORM_KEYS, "norm_input"),
         summary="(y, h) = (RMSNorm(x + residual), x + residual): the residual add and the next pre-norm, fused",
+        compute=_UPCAST,
         draw=_add_draw,
         construct=_norm_options,
         golden_of=_add_golden,

@@ -7,15 +7,17 @@ keys share that dictionary:
 
     compute_dtype     the precision of the arithmetic per input dtype: one dtype name for every input ("fp32"),
                       "input" (the input's own dtype), or a map {"fp64": "fp32", …}; unnamed input dtypes keep
-                      the reference's (RMSNorm: fp32 for fp16/bf16, else the input's; SwiGLU, Block: the input's)
+                      the reference's (the component record's ``compute``: the norms fp32 for fp16/bf16, else the
+                      input's; SwiGLU, Block: the input's)
     eps_dtype         the dtype eps is stored in before it is added ("fp32", "bf16", … or "compute" / "input")
     eps_placement     "inside" (x / √(ms + eps), the contract) or "outside" (x / (√ms + eps))
     flush_subnormals  where subnormals are flushed to zero: any of "input", "output", "intermediate"
                       (``True``: all three, ``False``: none)
     batch_invariant   ``True``: a row's result never depends on how many rows share the call (the
                       ``*_is_batch_invariant`` laws require it, bitwise); ``False``: it may (they measure and report
-                      it); undeclared: RMSNorm must be on the CPU, SwiGLU and Block are measured (CPU GEMMs pick
-                      their kernel by the row count: ``nn.Linear`` is not batch-invariant, the reference included)
+                      it); undeclared: required on the CPU where the record says why (``batch_invariant_on_cpu``:
+                      RMSNorm), else measured (CPU GEMMs pick their kernel by the row count: ``nn.Linear`` is not
+                      batch-invariant, the reference included)
     weight_offset     the library multiplies by (offset + w_stored): 0.0 (none) or 1.0 (Gemma's 1 + w)
     roundings         roundings to the storage dtype in the final product: 1 (fl(x·r·w), torch, Gemma) or 2
                       (fl(fl(x·r)·w), HF Llama)
@@ -69,6 +71,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from golden.formats import NAMES, fmt
+from properties.library import registry
 from properties.numerics.bounds import Arithmetic
 
 __all__ = [
@@ -110,16 +113,6 @@ _FREE_TEXT = {"compute_dtype": "compute", "accumulation_dtype": "compute", "roun
 # Keys whose bound terms the bounds model (Conventions.arithmetic): the ones a run can find it did not need.
 NUMERIC = ("compute_dtype", "accumulation_dtype", "eps_dtype", "weight_offset", "flush_subnormals")
 _CONTRACT = {"eps_placement": "inside", "weight_offset": 0.0, "roundings": 1, "rope_layout": "rotate-half"}
-# The reference's compute dtype per input dtype (DESIGN: RMSNorm upcasts 16-bit input to fp32; SwiGLU and the
-# Block's projections run in the module dtype, their matmuls accumulating in fp32).
-_DEFAULT_COMPUTE = {
-    "RMSNorm": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp32", "bf16": "fp32"},
-    "AddRMSNorm": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp32", "bf16": "fp32"},
-    "SwiGLU": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp16", "bf16": "bf16"},
-    "Block": {"fp64": "fp64", "fp32": "fp32", "fp16": "fp16", "bf16": "bf16"},
-}
-
-
 # Laws whose failure no bound can model under a declaration: (law-name suffix, why). The declaration that causes
 # it is found by :meth:`Conventions.excuse`.
 NOT_MODELLED = {
@@ -186,15 +179,19 @@ class Conventions:
         declared = self.compute_dtype.get(name)
         if declared == "input":
             return name
-        return declared or _DEFAULT_COMPUTE.get(self.component, _DEFAULT_COMPUTE["RMSNorm"])[name]
+        return declared or self.reference[name]
+
+    @property
+    def reference(self) -> Mapping[str, str]:
+        """{input dtype: the dtype the reference computes in}: the component record's (``Component.compute``)."""
+        return registry.record(self.component).compute
 
     def supports(self, dtype: Any) -> bool:
         return self.dtypes is None or fmt(dtype).name in self.dtypes
 
     def departures(self) -> dict[str, str]:
         """{input dtype: compute dtype} where the declared compute dtype differs from the reference's."""
-        default = _DEFAULT_COMPUTE.get(self.component, _DEFAULT_COMPUTE["RMSNorm"])
-        return {k: self.compute(k) for k in NAMES if self.compute_dtype and self.compute(k) != default[k]}
+        return {k: self.compute(k) for k in NAMES if self.compute_dtype and self.compute(k) != self.reference[k]}
 
     def flushes(self, dtype: Any) -> frozenset[str]:
         """Where subnormals of input dtype ``dtype`` are declared flushed ("input", "output", "intermediate")."""
@@ -202,13 +199,12 @@ class Conventions:
 
     def batch_invariance(self, dtype: Any, device: str) -> bool:
         """Whether the batch-invariance law *requires* bitwise equality in ``dtype`` on ``device`` (else it measures
-        and reports it): as declared, else required of RMSNorm on the CPU only — a row's RMSNorm is its own
-        reduction there (torch's ``F.rms_norm`` is batch-invariant), while a CPU GEMM picks its kernel by the
-        number of rows (``nn.Linear`` is not, the reference's SwiGLU and Block included)."""
+        and reports it): as declared, else on the CPU where the component record says the reference's rows never
+        depend on the batch (``Component.batch_invariant_on_cpu``, with its reason: RMSNorm's)."""
         declared = self.batch_invariant.get(fmt(dtype).name)
         if declared is not None:
             return declared
-        return self.component == "RMSNorm" and str(device).split(":")[0] == "cpu"
+        return bool(registry.record(self.component).batch_invariant_on_cpu) and str(device).split(":")[0] == "cpu"
 
     def arithmetic(self) -> Arithmetic:
         """The numeric declarations as the bounds honour them (empty when nothing numeric departs from the
@@ -288,8 +284,7 @@ class Conventions:
         """One line of what departs from the contract's reference: "compute fp64→fp32; roundings 2; weight offset
         1.0" (empty when nothing such is declared)."""
         parts = []
-        default = _DEFAULT_COMPUTE.get(self.component, _DEFAULT_COMPUTE["RMSNorm"])
-        changed = {k: self.compute(k) for k in self.compute_dtype if self.compute(k) != default[k]}
+        changed = {k: self.compute(k) for k in self.compute_dtype if self.compute(k) != self.reference[k]}
         if changed:
             parts.append("compute " + ", ".join(f"{k}→{v}" for k, v in changed.items()))
         for key, value in self.declared.items():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -64,6 +65,30 @@ def test_register_adds_and_unregister_removes_a_component():
     finally:
         components.unregister("ScaledRMSNorm")
     assert components.names() == CONTRACT
+
+
+def test_the_conventions_read_the_references_arithmetic_from_the_record():
+    """The reference's compute dtypes and whether its rows are batch-invariant on the CPU are record data
+    (``compute``, ``batch_invariant_on_cpu``): a record that says otherwise changes what an undeclared component's
+    conventions assume — conventions.py names no component."""
+    from properties.library.conventions import parse
+
+    module_dtype = {"fp64": "fp64", "fp32": "fp32", "fp16": "fp16", "bf16": "bf16"}
+    plain = dataclasses.replace(
+        components.record("RMSNorm"), name="PlainNorm", compute=module_dtype, batch_invariant_on_cpu=""
+    )
+    components.register(plain)
+    try:
+        assert parse("PlainNorm", None).compute("bf16") == "bf16"
+        assert not parse("PlainNorm", None).batch_invariance("fp32", "cpu")
+        assert parse("PlainNorm", {"batch_invariant": True}).batch_invariance("fp32", "cpu")
+    finally:
+        components.unregister("PlainNorm")
+    rms = parse("RMSNorm", None)
+    assert rms.compute("bf16") == "fp32" and rms.batch_invariance("fp32", "cpu")
+    assert not rms.batch_invariance("fp32", "cuda:0")
+    source = (Path(__file__).resolve().parents[2] / "properties/library/conventions.py").read_text(encoding="utf-8")
+    assert not [n for n in CONTRACT if f'"{n}"' in source]
 
 
 def test_snake_names_match_the_law_ids_spelling():

@@ -12,8 +12,8 @@ import golden
 from golden.dd import DD
 from golden.formats import FORMATS
 from nanolm_core._checks import upcast_dtype
+from properties.library import strategies as S
 from properties.library.assertions import as_f64, golden_f64
-from properties.library.laws import domain
 from properties.numerics import bounds, ulp
 
 
@@ -25,10 +25,10 @@ def test_the_bounds_compute_in_the_cores_dtype_unless_a_declaration_says_otherwi
 
 
 def test_the_domain_law_takes_its_threshold_from_the_bounds_and_honours_a_declaration():
-    fp64 = domain.threshold(64, torch.float64)
+    fp64 = S.overflow_threshold(64, torch.float64)
     assert fp64 == bounds.sum_of_squares_limit(64, torch.float64) > 1e300
     with bounds.declared(bounds.Arithmetic(compute={"fp64": "fp32"})):  # HF: fp64 input computed in fp32
-        assert domain.threshold(64, torch.float64) == domain.threshold(64, torch.float32) < 1e39
+        assert S.overflow_threshold(64, torch.float64) == S.overflow_threshold(64, torch.float32) < 1e39
     x = torch.full((2, 64), 1.0, dtype=torch.float64) * torch.tensor([[1.0], [4.0]]) * (fp64 / 64) ** 0.5 / 2
     with np.errstate(over="ignore"):  # Σx² at ¼ and 4 × the limit: the second overflows float64 itself
         b = bounds.rmsnorm(x, torch.ones(64, dtype=torch.float64), 1e-6, torch.float64)
@@ -36,9 +36,9 @@ def test_the_domain_law_takes_its_threshold_from_the_bounds_and_honours_a_declar
 
 
 def test_fp16_rows_cannot_reach_the_fp32_threshold_but_can_reach_a_declared_fp16_one():
-    assert not domain.reachable(4096, torch.float16) and domain.reachable(4096, torch.bfloat16)
+    assert not S.reaches_threshold(4096, torch.float16) and S.reaches_threshold(4096, torch.bfloat16)
     with bounds.declared(bounds.Arithmetic(compute={"fp16": "fp16"})):
-        assert domain.reachable(4096, torch.float16)
+        assert S.reaches_threshold(4096, torch.float16)
 
 
 def test_a_golden_value_and_a_tensor_give_their_parts_in_the_one_holder():

@@ -10,7 +10,7 @@ import torch
 
 from golden.formats import FORMATS
 from properties.library import strategies as S
-from properties.library.laws import domain, lifecycle, sequence
+from properties.library.laws import lifecycle, sequence
 from properties.numerics import bounds
 from tests.common.search import reach
 
@@ -50,7 +50,7 @@ def test_pins_reach_model_sizes_long_sequences_and_many_rows(dtype):
     (hidden,) = S.HIDDEN_PINS.values()
     assert hidden.build(dtype).case.w_gate.shape[0] == S.MODEL_HIDDEN == 28672
     assert S.CAUSAL_PINS["T=1024, t=700"].build(dtype).case.x.shape[1] == S.LONG_T == 1024
-    pin, longest = sequence.REACH_PINS.values()
+    pin, longest = S.REACH_PINS.values()
     assert pin.build(dtype).case.x.shape[1] == 1024 and pin.build(dtype).j == 0
     if dtype == torch.float32:
         assert longest.build(dtype).case.x.shape[1] == 4097 > 4096 and longest.build(dtype).j == 0
@@ -64,7 +64,7 @@ def test_pins_reach_model_sizes_long_sequences_and_many_rows(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_the_reach_case_is_zero_but_token_j_with_no_small_entry(dtype):
-    rc = reach(sequence.reach_cases(dtype), lambda rc: rc.case.x.shape[0] == 2 and rc.j > 0)
+    rc = reach(S.reach_cases(dtype), lambda rc: rc.case.x.shape[0] == 2 and rc.j > 0)
     x, j = rc.case.x.double(), rc.j
     assert not x[0, :j].any() and not x[0, j + 1 :].any() and not x[1:].any()
     row = x[0, j].abs()
@@ -81,14 +81,14 @@ def test_domain_cases_straddle_the_overflow_threshold(dtype):
             b = bounds.rmsnorm(dc.case.x, dc.case.weight, dc.case.eps, dtype)
         return ~np.asarray(b.overflow).any(axis=-1)
 
-    dc = reach(domain.domain_cases(dtype), lambda dc: min(dc.log2_ratio) < 0 < max(dc.log2_ratio))
+    dc = reach(S.domain_cases(dtype), lambda dc: min(dc.log2_ratio) < 0 < max(dc.log2_ratio))
     inside = judged(dc)
     assert all(inside[i] == (k < 0) for i, k in enumerate(dc.log2_ratio))
     assert torch.isfinite(dc.case.x).all()
 
 
 def test_fp16_domain_cases_reach_the_top_of_fp16():
-    dc = reach(domain.domain_cases(torch.float16), lambda dc: float(dc.case.x.abs().max()) >= 60000)
+    dc = reach(S.domain_cases(torch.float16), lambda dc: float(dc.case.x.abs().max()) >= 60000)
     assert all(k < 0 for k in dc.log2_ratio) and torch.isfinite(dc.case.x).all()
 
 

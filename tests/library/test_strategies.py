@@ -184,16 +184,19 @@ def test_pins_build_in_every_dtype():
 
 
 def test_every_draw_in_the_strategies_is_labelled():
-    """Every ``draw(...)`` call in properties/strategies.py passes ``label=`` (a failure names what was drawn)."""
+    """Every ``draw(...)`` call in every module of properties/library/strategies/ passes ``label=`` (a failure names
+    what was drawn)."""
     import ast
-    import inspect
+    from pathlib import Path
 
-    tree = ast.parse(inspect.getsource(S))
     calls = [
-        n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "draw"
+        (path.name, n)
+        for path in sorted(Path(S.__file__).parent.glob("*.py"))
+        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "draw"
     ]
-    unlabelled = [n.lineno for n in calls if not any(k.arg == "label" for k in n.keywords)]
-    assert calls and not unlabelled, f"draw() without label= at lines {unlabelled}"
+    unlabelled = [f"{name}:{n.lineno}" for name, n in calls if not any(k.arg == "label" for k in n.keywords)]
+    assert calls and not unlabelled, f"draw() without label= at {unlabelled}"
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -10,7 +10,6 @@ several orders and conventions; the flash-attention oracle) plus 4·u of the res
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -276,38 +275,6 @@ def block_has_llama_parameter_count(impl: Implementation, dtype: DType, device: 
         count_examples(1)
 
 
-GRAD_ROWS = (2, 40)  # B·T = 80 rows: more than one block of 64 in every weight gradient's reduction
-
-
-class ParamGradCase(NamedTuple):
-    """A Block config, x of shape (2, 40, D) and weights, all from one seed (80 rows: drawn element-wise would be
-    slow and shrink no better)."""
-
-    case: S.BlockCase
-
-    def describe(self) -> dict[str, object]:
-        return self.case.describe()
-
-
-def _param_grad_case(config: nanolm_core.ModelConfig, dtype: DType, seed: int) -> ParamGradCase:
-    rng = np.random.default_rng(seed)
-    x = torch.from_numpy(rng.standard_normal((*GRAD_ROWS, config.dim)) + 0.25).to(dtype)
-    return ParamGradCase(S.BlockCase(config, x, S.block_params(config, dtype, seed + 1, 0.5, 1.0), 0.5, 1.0))
-
-
-@st.composite
-def _param_grad_cases(draw: st.DrawFn, dtype: DType) -> ParamGradCase:
-    config = draw(S.configs(max_dim=24, max_seq_len=GRAD_ROWS[1]), label="config")
-    return _param_grad_case(config, dtype, draw(st.integers(0, 2**32), label="seed"))
-
-
-GRAD_PINS = {
-    "GQA H=4 G=2, 80 rows": S.Pin(
-        "GQA H=4 G=2, 80 rows", lambda dt: _param_grad_case(S.fixed_config(4, 2, 4, 24, GRAD_ROWS[1]), dt, 3)
-    )
-}
-
-
 def _param_grads(module: torch.nn.Module, x: torch.Tensor, v: torch.Tensor, names: list[str]) -> list[np.ndarray]:
     x = x.detach().clone().requires_grad_(True)
     params = dict(module.named_parameters())
@@ -321,13 +288,13 @@ def _param_grads(module: torch.nn.Module, x: torch.Tensor, v: torch.Tensor, name
 
 @law("Block", cost=4)
 @given(data=st.data())
-@example(data=GRAD_PINS["GQA H=4 G=2, 80 rows"])
+@example(data=S.PARAM_GRAD_PINS["GQA H=4 G=2, 80 rows"])
 @protocols.honoured(protocols.GRADIENT)
 def block_parameter_gradients_match_fp64(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """On B·T = 80 rows, dx and the gradient of every weight (norms, W_q, W_k, W_v, W_o, W_gate, W_up, W_down)
     match the fp64 derivative of the reference within bounds.block_vjp: 2·max|ref_t − fp64| over the baselines
     + 4·u·max|∂|, per tensor."""
-    c = data.draw(_param_grad_cases(dtype), label="case").case
+    c = data.draw(S.param_grad_cases(dtype), label="case").case
     note(c)
     names, rows = list(c.params), c.x.shape[0] * c.x.shape[1]
     v = S.cotangent(tuple(c.x.shape), dtype, 4)

@@ -12,13 +12,13 @@ This law makes the limit explicit instead of silent: up to the threshold (Σx² 
 result must match golden within the bound; beyond it (Σx² at 2 … 2^8 times it, x itself finite) what the
 implementation returns is *recorded* — rows returned as zeros, as non-finite values, or within 4·u_c relative
 of golden — as a measurement, never judged. fp16 input cannot reach the threshold (65504²·D ≪ max_fp32): there
-rows at the top of fp16's range (|x| up to 65504, x² far past fp16's range) must match golden.
+rows at the top of fp16's range (|x| up to 65504, x² far past fp16's range) must match golden. Its cases and the
+threshold they are placed at: ``strategies.domain_cases``, ``strategies.overflow_threshold``.
 """
 
 from __future__ import annotations
 
-import math
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import torch
@@ -39,67 +39,6 @@ from properties.numerics import bounds
 AXIS = "domain limits: inputs up to and past the compute dtype's range"  # its column in the matrix
 DType = torch.dtype
 Data = st.DataObject
-
-BELOW, BEYOND = (-1, -8), (1, 8)  # log2 of Σx² / threshold: inside the domain, outside it
-
-
-def threshold(D: int, dtype: DType) -> float:
-    """The largest Σx² inside the domain: ``bounds.rmsnorm``'s own overflow criterion, in the compute dtype the
-    implementation declares (else the contract's: fp32, fp64 for fp64)."""
-    return bounds.sum_of_squares_limit(D, bounds.compute_dtype(dtype))
-
-
-def reachable(D: int, dtype: DType) -> bool:
-    """Can a row of D finite values of ``dtype`` reach the threshold? Not fp16's in fp32 (65504²·D ≪ max_fp32)."""
-    return math.sqrt(D) * fmt(dtype).max > math.sqrt(threshold(D, dtype))
-
-
-class DomainCase(NamedTuple):
-    """RMSNorm rows scaled to Σx² = 2^k·threshold (k < 0 inside the domain, k > 0 beyond it; fp16: |x| → 65504)."""
-
-    case: S.RMSNormCase
-    log2_ratio: tuple[int, ...]
-
-    def describe(self) -> dict[str, object]:
-        return {**self.case.describe(), "log2(Σx²/threshold)": list(self.log2_ratio)}
-
-
-def _scaled(rows: np.ndarray, ks: list[int], dtype: DType) -> np.ndarray:
-    D = rows.shape[-1]
-    if not reachable(D, dtype):  # fp16: the top of its range, max |x| = 65504·2^-k/8 for k ∈ 1…8
-        return rows / np.abs(rows).max(axis=-1, keepdims=True) * fmt(dtype).max * 2.0 ** (-np.abs(ks)[:, None] / 8)
-    root = np.sqrt(threshold(D, dtype)) * 2.0 ** (np.array(ks, dtype=np.float64)[:, None] / 2)  # √ first: fp64
-    return rows * (root / np.sqrt((rows**2).sum(axis=-1, keepdims=True)))
-
-
-@st.composite
-def domain_cases(draw: st.DrawFn, dtype: DType) -> DomainCase:
-    """2–4 rows of a drawn D (non-zero mean, or constant), each at Σx² = 2^k·threshold, k ∈ ±(1…8), γ drawn."""
-    D = draw(S.dims(max_dim=769), label="D")
-    ks = draw(st.lists(st.integers(*BELOW[::-1]) | st.integers(*BEYOND), min_size=2, max_size=4), label="log2 ratios")
-    rng = np.random.default_rng(draw(st.integers(0, 2**32), label="row seed"))
-    rows = rng.standard_normal((len(ks), D)) + 0.5
-    if draw(st.booleans(), label="constant rows?"):
-        rows = np.ones_like(rows)
-    ks = list(ks) if reachable(D, dtype) else [-abs(k) for k in ks]  # fp16: every row inside the domain
-    x = torch.from_numpy(_scaled(rows, ks, dtype)).to(dtype)
-    g = draw(S.gammas(D, dtype), label="gamma")
-    return DomainCase(S.RMSNormCase(x, g.weight, 1e-6, ("large",) * len(ks), g.kind), tuple(ks))
-
-
-def _pinned(dtype: DType) -> DomainCase:
-    """Rows of 1e20 (fp32: F.rms_norm returns 0) next to rows just inside the threshold, D = 64."""
-    D = 64
-    ks = [-1, -8, 1, 8] if reachable(D, dtype) else [-1, -8, -3, -4]
-    x = _scaled(np.ones((len(ks), D)), ks, dtype)
-    if dtype in (torch.float32, torch.bfloat16):
-        x = np.vstack([x, np.full((1, D), 1e20)])
-        ks = [*ks, int(np.log2(D * 1e40 / threshold(D, dtype)))]
-    w = torch.linspace(-1.5, 1.75, D, dtype=torch.float64).to(dtype)
-    return DomainCase(S.RMSNormCase(torch.from_numpy(x).to(dtype), w, 1e-6, ("large",) * len(ks), "signed"), tuple(ks))
-
-
-DOMAIN_PINS = {"equal rows at the threshold, 1e20": S.Pin("equal rows at the threshold, 1e20", _pinned)}
 
 
 def _tally(outside: np.ndarray, y: np.ndarray, gold: np.ndarray, u: float) -> None:
@@ -135,13 +74,13 @@ def _judged_rows(dc: Any, dtype: DType) -> tuple[Any, np.ndarray]:
 
 @law("RMSNorm", cost=4)
 @given(data=st.data())
-@example(data=DOMAIN_PINS["equal rows at the threshold, 1e20"])
+@example(data=S.DOMAIN_PINS["equal rows at the threshold, 1e20"])
 @protocols.honoured(protocols.FORWARD)  # drawn only: the law's own rows are the regime
 def rmsnorm_is_exact_up_to_the_overflow_threshold(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """Rows up to the domain limit Σx²·(1 + D·u_c) ≤ max_c (|x| ≤ √(max_c/D) for equal entries; c = fp32, fp64
     for fp64) match golden within bounds.rmsnorm; beyond it the result is recorded (zeros, non-finite, correct),
     not judged — a documented domain limit, never a silent exclusion. fp16 never reaches it: up to |x| = 65504."""
-    dc = data.draw(domain_cases(dtype), label="case")
+    dc = data.draw(S.domain_cases(dtype), label="case")
     note(dc)
     c = dc.case
     y = rmsnorm_forward(impl, c.x, c.weight, c.eps, dtype, device)

@@ -10,8 +10,6 @@ other term is an exact zero): non-zero for every t > j — and exactly 0 for t <
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 import torch
 from hypothesis import assume, example, given
@@ -29,16 +27,6 @@ DType = torch.dtype
 Data = st.DataObject
 
 
-class ReachCase(NamedTuple):
-    """A Block case whose x is zero except token j of the first sequence (the other sequences all zero)."""
-
-    case: S.BlockCase
-    j: int
-
-    def describe(self) -> dict[str, object]:
-        return {**self.case.describe(), "token j": self.j}
-
-
 def reach_params(case: S.BlockCase) -> dict[str, torch.Tensor]:
     """W_q = W_k = 0, W_v = the first G·K coordinates, W_o = I, W_down = 0; the norms and W_gate, W_up as drawn."""
     c, p = case.config, case.params
@@ -46,51 +34,6 @@ def reach_params(case: S.BlockCase) -> dict[str, torch.Tensor]:
     eye = torch.eye(D, dtype=p["attn.wo.weight"].dtype)
     zero = {k: torch.zeros_like(p[k]) for k in ("attn.wq.weight", "attn.wk.weight", "ffn.w_down.weight")}
     return {**p, **zero, "attn.wv.weight": eye[:GK].contiguous(), "attn.wo.weight": eye}
-
-
-def _one_token(case: S.BlockCase, j: int) -> S.BlockCase:
-    """x zero but token j of the first sequence, whose entries are all ≥ max|x_j|/8 in magnitude (exact: a power
-    of two below the largest): every normalised entry is ≥ 1/8, so p·v_j stays far from underflow."""
-    row = case.x[0, j].double()
-    floor = float(row.abs().max()) / 8 or 1.0
-    row = torch.where(row.abs() < floor, torch.full_like(row, floor).copysign(row), row)  # fp64 throughout
-    x = torch.zeros_like(case.x)
-    x[0, j] = row.to(case.x.dtype)
-    return case._replace(x=x)
-
-
-@st.composite
-def reach_cases(draw: st.DrawFn, dtype: DType) -> ReachCase:
-    """A drawn config and T ∈ 2…8, token j ∈ 0…T−2 of the first sequence non-zero (every entry non-zero)."""
-    case = draw(S.block_cases(dtype, max_dim=32, max_tokens=8), label="case")
-    if case.x.shape[1] < 2:
-        case = case._replace(x=torch.cat([case.x, case.x], dim=1))
-    j = draw(st.integers(0, case.x.shape[1] - 2), label="token j")
-    return ReachCase(_one_token(case, j), j)
-
-
-def _long_reach(dtype: DType, j: int = 0) -> ReachCase:
-    return ReachCase(_one_token(S.long_block_case(dtype), j), j)
-
-
-LONGEST_T = 4097  # past every chunk size a kernel uses: 512, 1024, 2048 and 4096
-
-
-def _longest_reach(dtype: DType) -> ReachCase | None:
-    """T = 4097, token 0 (one head, K = 8: the attention matrix alone is 4097² values) — in fp32 only (None
-    elsewhere: the other dtypes reach T = 1024; 4097 costs a second per dtype)."""
-    if dtype != torch.float32:
-        return None
-    config = S.fixed_config(H=1, G=1, K=8, F=8, max_seq_len=LONGEST_T)
-    x = torch.from_numpy(np.random.default_rng(LONGEST_T).standard_normal((1, LONGEST_T, config.dim))).to(dtype)
-    case = S.BlockCase(config, x, S.block_params(config, dtype, seed=LONGEST_T), 1.0, 1.0)
-    return ReachCase(_one_token(case, 0), 0)
-
-
-REACH_PINS = {
-    f"T={S.LONG_T}, j=0": S.Pin(f"T={S.LONG_T}, j=0", _long_reach),
-    f"T={LONGEST_T}, j=0": S.Pin(f"T={LONGEST_T}, j=0 (fp32)", _longest_reach),
-}
 
 
 def _assert_reaches(later: np.ndarray, j: int, T: int) -> None:
@@ -110,14 +53,14 @@ def _assert_reaches(later: np.ndarray, j: int, T: int) -> None:
 
 @law("Block", cost=4)
 @given(data=st.data())
-@example(data=REACH_PINS[f"T={S.LONG_T}, j=0"])
-@example(data=REACH_PINS[f"T={LONGEST_T}, j=0"])
+@example(data=S.REACH_PINS[f"T={S.LONG_T}, j=0"])
+@example(data=S.REACH_PINS[f"T={S.LONGEST_T}, j=0"])
 def block_every_earlier_token_reaches_the_last(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """Token j reaches every later token, up to the last (j = 0 at T = 1024 included, and at T = 4097 in fp32: no
     window, no restart, no skipped block or chunk) and no earlier one: with x zero but token j, W_q = W_k = 0,
     W_v, W_o selections and W_down = 0, out_t = p_t·v_j ≠ 0 in every coordinate for t > j and out_t = 0 exactly
     for t < j."""
-    rc = data.draw(reach_cases(dtype), label="case")
+    rc = data.draw(S.reach_cases(dtype), label="case")
     if rc is None:  # a pin of another dtype
         count_examples(-1)
         assume(False)
