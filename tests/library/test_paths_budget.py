@@ -19,11 +19,13 @@ from properties.library.laws import paths
 from properties.running import profiles
 
 
-def test_the_estimate_is_affine_in_rows_through_the_smallest_and_largest_case_run():
+def test_the_estimate_is_affine_in_rows_from_the_smallest_case_at_the_least_cost_per_row():
     costs = paths.Costs([(5, 0.1), (4099, 4.2), (5, 0.2)])
     assert costs.estimate(65_537) == pytest.approx(0.1 + (4.1 / 4094) * 65_532)  # slope past the fixed 0.1 s
     assert paths.Costs([(4099, 4.0)]).estimate(8198) == pytest.approx(8.0)  # one row count: proportional
     assert paths.Costs([(4099, 0.0), (5, 1.0)]).estimate(65_537) == 1.0  # a faster large case: no negative slope
+    two = paths.Costs([(5, 0.1), (4099, 42.0), (4099, 1.7)])  # a kernel packing more narrow rows per program
+    assert two.estimate(65_537) == pytest.approx(0.1 + (1.6 / 4094) * 65_532)  # the cheaper row: the narrow cases
 
 
 def test_no_estimate_without_a_case_of_a_sixty_fourth_of_the_rows():

@@ -15,10 +15,10 @@ gradient laws' pinned many-row cases.)
 **The profile's time per case.** What a case costs is the implementation's: milliseconds for an eager or compiled
 one, minutes for Triton kernels interpreted (a program per row, each in Python). The cases run in ascending row
 count, each timed here (the judge's side: the subject's calls and the judging of its sampled rows); before a case,
-its cost is estimated from those that ran (:class:`Costs`), and a case estimated over the profile's ``case_budget``
-(``ci``: 90 s; ``dev`` and ``thorough``: none) is not judged in this profile — the result's measurement ``sizes
-left`` names it with its estimate, the check's footer lists it, ``--profile dev`` judges it. The timing only decides
-what runs, never a verdict.
+its cost is estimated from those that ran (:class:`Costs`: affine in rows), and a case estimated over the profile's
+``case_budget`` (``ci``: 90 s; ``dev`` and ``thorough``: none) is not judged in this profile — the result's
+measurement ``sizes left`` names it with its estimate, the check's footer lists it, ``--profile dev`` judges it. The
+timing only decides what runs, never a verdict.
 """
 
 from __future__ import annotations
@@ -63,17 +63,22 @@ class Costs:
     ran: list[tuple[int, float]] = dataclasses.field(default_factory=list)  # (rows, seconds)
 
     def estimate(self, rows: int) -> float | None:
-        """Affine in rows through the smallest and the largest case that ran: the smallest's time stands for what a
-        case costs whatever its rows (the trip to the subject, a compile, golden on the sampled rows), the slope
-        for each further row — a proportional estimate would charge that fixed cost to every row (a 5-row case
-        would put an eager 2^16-row one at minutes). None — no estimate: the case runs — until a case of at least
-        1/RAMP of ``rows`` has run (a slope measured over a few rows says nothing of 2^16)."""
-        if not self.ran or max(self.ran)[0] * RAMP < rows:
+        """Affine in rows: the smallest case's time stands for what a case costs whatever its rows (the trip to the
+        subject, a compile, golden on the sampled rows) — a proportional estimate would charge it to every row (a
+        5-row case would put an eager 2^16-row one at minutes) — and each further row costs the least a case of at
+        least 1/RAMP of ``rows`` paid per row: a wider row costs more (more elements; fewer rows per program of a
+        kernel that packs rows), and the largest cases are the narrowest. None — no estimate: the case runs — until
+        such a case has run (a slope measured over a few rows says nothing of 2^16)."""
+        if not self.ran:
             return None
-        (n0, t0), (n1, t1) = min(self.ran), max(self.ran)
-        if n1 == n0:
-            return t1 * rows / n1
-        return t0 + max(0.0, (t1 - t0) / (n1 - n0)) * (rows - n0)
+        n0, t0 = min(self.ran)
+        large = [(n, t) for n, t in self.ran if n * RAMP >= rows]
+        if not large:
+            return None
+        if all(n == n0 for n, _ in large):
+            return min(t / n for n, t in large) * rows
+        slope = min((t - t0) / (n - n0) for n, t in large if n > n0)
+        return t0 + max(0.0, slope) * (rows - n0)
 
 
 def _n_rows(case: S.PathCase) -> int:
