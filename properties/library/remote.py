@@ -31,6 +31,7 @@ changed (``state.report``) — is its answer, judged here like any output.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import dataclasses
 import itertools
@@ -90,7 +91,8 @@ _RAISED: dict[str, type[RemoteError]] = {}
 
 def raised(name: str, message: str) -> BaseException:
     """The judge's exception for one the subject reported: NotImplementedError (a stub: skipped) and
-    DtypeNotSupported as themselves, anything else a :class:`RemoteError` whose class carries the subject's name."""
+    DtypeNotSupported as themselves, anything else a :class:`RemoteError` whose class carries the subject's name
+    (and is the built-in exception of that name, where there is one: :func:`_builtin`)."""
     if name == "NotImplementedError":
         return NotImplementedError(message)
     if name == "DtypeNotSupported":
@@ -100,8 +102,20 @@ def raised(name: str, message: str) -> BaseException:
     name = name if name.isidentifier() else "Exception"
     cls = _RAISED.get(name)
     if cls is None:
-        cls = _RAISED[name] = type(name, (RemoteError,), {"remote_type": name, "__module__": "subject"})
+        cls = _RAISED[name] = type(name, (RemoteError, *_builtin(name)), {"remote_type": name, "__module__": "subject"})
     return cls(message)
+
+
+def _builtin(name: str) -> tuple[type[Exception], ...]:
+    """The built-in exception class a subject's exception is named after (RuntimeError, AttributeError …), so the
+    judge's laws catch it as they would in one process (a pickle of a local class raises AttributeError: the module
+    does not pickle; torch's op without a double-backward formula raises RuntimeError: not applicable). Only
+    ``Exception`` subclasses: a name like SystemExit or KeyboardInterrupt stays a plain RemoteError, and so does
+    AssertionError (the judge's own failures are assertions: the subject's is its crash, not a verdict)."""
+    cls = getattr(builtins, name, None)
+    ok = isinstance(cls, type) and issubclass(cls, Exception)
+    ok = ok and not issubclass(cls, (AssertionError, StopIteration, StopAsyncIteration))
+    return (cls,) if ok else ()
 
 
 # ------------------------------------------------------------------------------------------------- the wire
