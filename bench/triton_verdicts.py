@@ -6,7 +6,9 @@ bench/device_check.sh runs each Triton adapter twice on a lent GPU — interpret
 --device cpu``) and compiled on CUDA — and appends this table to its summary. A verdict that differs is a finding
 about the interpreter's fidelity (docs/adapters.md, "Triton kernels, interpreted"): what the interpreter cannot
 show (races, the GPU's libdevice roundings, FMA contraction, atomics' order) or a kernel path only one of them takes
-(the autotuner's first config interpreted, its fastest compiled; CUDA-only launch limits).
+(the autotuner's first config interpreted, its fastest compiled; CUDA-only launch limits). A law run that judged
+fewer sizes interpreted (the profile's time per case left its largest code-path sizes: measurement ``sizes left``)
+is listed apart: its verdict speaks for the sizes it judged.
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ def compare(interpreted: dict[str, Any], compiled: dict[str, Any], device: str =
         "differ": differ,
         "only_interpreted": sorted(a.keys() - b.keys()),
         "only_compiled": sorted(b.keys() - a.keys()),
+        "sizes_left": [
+            (r["law_id"], r["dtype"], [x["case"] for x in r["measurements"]["sizes left"]])
+            for r in interpreted["results"]
+            if r["device"] == "cpu" and (r.get("measurements") or {}).get("sizes left")
+        ],
         "kernels": (interpreted["implementation"].get("kernels", ""), compiled["implementation"].get("kernels", "")),
     }
 
@@ -50,6 +57,10 @@ def markdown(name: str, c: dict[str, Any]) -> str:
     if c["differ"]:
         lines += ["| law | dtype | interpreted | compiled |", "|---|---|---|---|"]
         lines += [f"| {law} | {dt} | {x} | {y} |" for law, dt, x, y in c["differ"]]
+    if c.get("sizes_left"):
+        lines += ["", f"{len(c['sizes_left'])} law runs judged fewer sizes interpreted (the profile's time per case):",
+                  "", "| law | dtype | sizes left interpreted |", "|---|---|---|"]  # fmt: skip
+        lines += [f"| {law} | {dt} | {'; '.join(sizes)} |" for law, dt, sizes in c["sizes_left"]]
     return "\n".join(lines) + "\n"
 
 

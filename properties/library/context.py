@@ -161,6 +161,7 @@ class LawContext:
     repro: str  # one command line that reproduces this run
     recorder: Recorder = dataclasses.field(default_factory=Recorder)
     conventions: Conventions | None = None  # what the component declares: the bounds honour it (open_context)
+    case_budget: float | None = None  # the profile's seconds per code-path case (laws/paths.py; None: every case runs)
 
     @property
     def dtype_name(self) -> str:

@@ -11,7 +11,7 @@ a rounding in the subnormal range); the order of operations does not depend on t
 
 and the Azuma–Hoeffding inequality gives |ŷ − y| ≤ λ·√(Σ_k c_k²·B_k²) with probability ≥ 1 − 2·exp(−λ²/2) (the
 telescoping over operations in computation order makes each term a martingale difference: its coefficient depends
-only on the roundings before it, which moves it by the second-order factor that ``bounds._finish`` applies).
+only on the roundings before it, which moves it by the second-order factor that ``bounds.propagation._finish`` applies).
 This module computes that variance proxy ("var") per output element; ``bounds`` turns it into the probabilistic
 tier and states λ and the probability. Everything here is exact float64 arithmetic on the exact inputs.
 
@@ -20,7 +20,10 @@ blocked, split-K) commits one rounding at each of its n − 1 additions ν, of s
 sum at ν), and m roundings per term (a product, a scaling). Sorting the additions by their number of terms, the ν-th
 has at most ν + 1 terms (its subtree's additions all come before it), so for *every* tree
 
-    Σ_ν S_ν² ≤ Q(p) = Σ_{k=2..n} min(Σ|p|, k·max|p|)²,     var = u²·(Q(p) + m·Σ p²)      (:func:`tree_squares`)
+    Σ_ν S_ν² ≤ Σ_{k=2..n} T_k² ≤ Q(p) = Σ_{k=2..n} min(Σ|p|, k·max|p|)²,     var = u²·(Q(p) + m·Σ p²)
+
+(T_k: the sum of the k largest |p|, :func:`sorted_tree_squares`, where the terms are at hand — the norms' squares,
+dot products up to ``EXACT_LARGEST`` terms; else Q, :func:`tree_squares`)
 
 — λ·u·√Q ≤ λ·u·√(n−1)·Σ|p|, the √n·u of Higham & Mary's inner-product theorem, and smaller when no term
 dominates. (Kahan's compensated sum errs by ≤ 2u·Σ|p| ≤ λ·u·√Q: inside it without the model.) The model fails
@@ -50,7 +53,7 @@ _CACHED = 1 << 16  # elements of a temporary that a loop of elementwise products
 
 
 class Precisions(Protocol):
-    """What a site needs to know about the arithmetic (``bounds._P`` provides it)."""
+    """What a site needs to know about the arithmetic (``bounds.arithmetic._P`` provides it)."""
 
     uc: float  # unit roundoff of the compute dtype c
     ut: float  # of the storage dtype t
@@ -111,7 +114,7 @@ def _reduction_var(total: np.ndarray, largest: np.ndarray, squares: np.ndarray, 
 class Final(NamedTuple):
     """The partial sums of each output element's *last* reduction, a dot product with a weight row the verifier drew
     (W_down's, whose result reaches the output with coefficient 1), kept apart from the other sites so that
-    the tier can judge them jointly with the random signs of that row (``bounds.chaos_factor``) instead of through
+    the tier can judge them jointly with the random signs of that row (``bounds.tier.chaos_factor``) instead of through
     the union bound of SIGN_FACTOR: ``q`` = u²·Q (every tree, deterministic), ``t`` = u²·(n − 1)·Σp² (≥ the trace
     of their covariance over the signs, for every tree)."""
 
@@ -123,23 +126,27 @@ class Final(NamedTuple):
         return np.minimum(self.q, SIGN_FACTOR * self.t)
 
 
-EXACT_LARGEST = 128  # dot products longer than this bound their largest term by max|W_j·|·max|a| (cheap; Q ≥ the
-# sign-aware bound there anyway)
+EXACT_LARGEST = 128  # dot products up to this long bound their partial sums by their sorted terms
+# (:func:`sorted_tree_squares`, a sort per output element); longer ones by Q with max|W_j·|·max|a| for the largest
+# term (cheap; the sign-aware bound is below Q there anyway)
 
 
-def _linear_terms(a: np.ndarray, W: np.ndarray, W2: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
-    """For y = a Wᵀ (rows of a, nn.Linear W (m, n); W2 = W², if at hand): Σ_k |W_jk a_k|, max_k |W_jk a_k| (or an
-    upper bound of it for n > EXACT_LARGEST) and Σ_k (W_jk a_k)²."""
+def _linear_terms(a: np.ndarray, W: np.ndarray, W2: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """For y = a Wᵀ (rows of a, nn.Linear W (m, n); W2 = W², if at hand): a bound on Σ_ν S_ν² over every summation
+    tree of the terms W_jk a_k — Σ_k T_k², T_k the sum of the k largest |terms| (:func:`sorted_tree_squares`), or for
+    n > EXACT_LARGEST :func:`tree_squares` with an upper bound of the largest term — and Σ_k (W_jk a_k)²."""
     aa, Wa = np.abs(a), np.abs(W)
-    total, squares = matmul(aa, Wa.T), matmul(aa * aa, (W * W if W2 is None else W2).T)
-    if W.shape[1] > EXACT_LARGEST:
-        return total, aa.max(axis=-1, keepdims=True, initial=0.0) * Wa.max(axis=-1, initial=0.0), squares
-    largest = np.empty_like(total)
+    squares = matmul(aa * aa, (W * W if W2 is None else W2).T)
+    n = W.shape[1]
+    if n > EXACT_LARGEST:
+        largest = aa.max(axis=-1, keepdims=True, initial=0.0) * Wa.max(axis=-1, initial=0.0)
+        return tree_squares(matmul(aa, Wa.T), largest, n), squares
+    partial = np.empty_like(squares)
     rows = max(1, _CHUNK // max(1, W.size))
-    flat_a, flat_M = aa.reshape(-1, aa.shape[-1]), largest.reshape(-1, W.shape[0])
+    flat_a, flat_Q = aa.reshape(-1, aa.shape[-1]), partial.reshape(-1, W.shape[0])
     for i in range(0, flat_a.shape[0], rows):
-        flat_M[i : i + rows] = (flat_a[i : i + rows, None, :] * Wa[None]).max(axis=-1, initial=0.0)
-    return total, largest, squares
+        flat_Q[i : i + rows] = sorted_tree_squares(flat_a[i : i + rows, None, :] * Wa[None])
+    return partial, squares
 
 
 def _linear_var(a: np.ndarray, W: np.ndarray, p: Precisions, W2: np.ndarray | None = None) -> np.ndarray:
@@ -153,10 +160,10 @@ def _linear_final(
     a: np.ndarray, W: np.ndarray, p: Precisions, W2: np.ndarray | None = None
 ) -> tuple[np.ndarray, Final]:
     """(the own roundings of y = a Wᵀ in c but its partial sums, its partial sums): :func:`_linear_var` split."""
-    total, largest, squares = _linear_terms(a, W, W2)
+    partial, squares = _linear_terms(a, W, W2)
     n, uc2 = W.shape[1], p.uc * p.uc
     rest = uc2 * squares + 2 * n * p.tiny_c**2  # the products' roundings, underflow (as _reduction_var)
-    return rest, Final(uc2 * tree_squares(total, largest, n), uc2 * (n - 1) * squares)
+    return rest, Final(uc2 * partial, uc2 * (n - 1) * squares)
 
 
 def _to_t(value: np.ndarray, p: Precisions) -> np.ndarray:

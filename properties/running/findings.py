@@ -23,7 +23,15 @@ from properties.library.assertions import TIER_OFF, TIERS, WITHOUT
 from properties.library.conventions import NUMERIC, ConventionError, Conventions, parse_all, written
 from properties.running.runner import LawResult
 
-__all__ = ["Declaration", "batch_lines", "declarations", "diagnosis_lines", "subject_declarations", "tier_line"]
+__all__ = [
+    "Declaration",
+    "batch_lines",
+    "declarations",
+    "diagnosis_lines",
+    "left_lines",
+    "subject_declarations",
+    "tier_line",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,6 +183,23 @@ def batch_lines(results: Sequence[LawResult]) -> list[str]:
         if parts:
             lines.append(f"{component} is not batch-invariant (reported, not required): {'; '.join(parts)}")
     return lines
+
+
+def left_lines(results: Sequence[LawResult]) -> list[str]:
+    """The sizes a law did not judge in this profile (measurement ``sizes left``: a case estimated over the profile's
+    time per case, laws/paths.py): one line per law, its dtypes, each size with its largest estimate."""
+    laws: dict[str, tuple[list[str], dict[str, float], set[str], float]] = {}
+    for r in results:
+        for left in r.measurements.get("sizes left") or ():
+            dtypes, sizes, profiles, _ = laws.setdefault(r.law_id, ([], {}, set(), left["budget s"]))
+            dtypes += [r.dtype] if r.dtype not in dtypes else []
+            sizes[left["case"]] = max(sizes.get(left["case"], 0.0), left["estimated s"])
+            profiles.add(r.profile)
+    return [
+        f"{law} [{', '.join(dtypes)}] left {'; '.join(f'{c} (est. {s:.0f} s)' for c, s in sizes.items())} — over "
+        f"{budget:g} s per case in profile {', '.join(sorted(profiles))}; --profile dev judges them"
+        for law, (dtypes, sizes, profiles, budget) in laws.items()
+    ]
 
 
 def tier_line(results: Sequence[LawResult]) -> str:

@@ -47,18 +47,14 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # light at import: the command line's parser reads MODES (numpy and the runner come when used)
+if TYPE_CHECKING:  # light at import: the command line's parser reads MODES (numpy comes when used)
     import numpy as np
 
-    from properties.running.runner import LawResult, Task
-
 __all__ = [
-    "BUDGET_DTYPES",
     "ENV",
     "LIBDEVICE",
     "MODES",
     "Libdevice",
-    "budget",
     "choose",
     "describe",
     "install",
@@ -104,32 +100,6 @@ def worker_environ(chosen: str) -> dict[str, str]:
 
 
 INTERPRETED = "Triton kernels interpreted"  # how describe() begins for interpreted kernels
-BUDGET_DTYPES = ("fp32",)  # the dtypes the code-path-size laws run in, interpreted under the ci profile
-BUDGET_REASON = (
-    "Triton kernels interpreted, ci profile: the code-path sizes (2^16 + 1 and 2^17 + 3 rows, D = 2^k + 1) are "
-    "judged in fp32 only — every size kept, the dtype repeats left out: the interpreter runs each program in Python "
-    "(minutes per case); dtype handling is judged by every other law in every dtype (--profile dev runs them all)"
-)
-
-
-def budget(
-    tasks: list[Task], kernels: str, profile: str, provided: tuple[str, ...]
-) -> tuple[list[Task], list[LawResult]]:
-    """The tasks an implementation's run keeps, and a skipped result (with the reason) for each it leaves out:
-    under the ci profile, an implementation whose Triton kernels are interpreted runs the code-path-size laws in
-    :data:`BUDGET_DTYPES` only (their sizes all kept: the grid's row limits, tails, block boundaries)."""
-    from properties.running.runner import LawResult
-
-    if profile != "ci" or not kernels.startswith(INTERPRETED):
-        return list(tasks), []
-    kept, left = [], []
-    for t in tasks:
-        if t.law_id.endswith("_at_code_path_sizes") and t.dtype not in BUDGET_DTYPES and t.component in provided:
-            left.append(LawResult(t.law_id, t.component, t.dtype, t.device, "skipped", BUDGET_REASON,
-                                  profile=t.profile, seed=t.seed, law=t.law))  # fmt: skip
-        else:
-            kept.append(t)
-    return kept, left
 
 
 # ---------------------------------------------------------------------------------------------- the worker's side

@@ -35,6 +35,9 @@ class Profile:
     shrink_budget: float = 60.0  # seconds of shrinking after the first failure; then the smallest example so far
     search_budget: float | None = None  # seconds of searching per law × dtype × device (None: max_examples only);
     # a law still passing then stops and passes with the examples run so far — bounds the profile's duration
+    case_budget: float | None = None  # seconds one enumerated case of a code-path-size law may be estimated to cost
+    # (laws/paths.py: extrapolated from the smaller cases run before it); a case estimated over it is left unjudged
+    # in this profile, and the result says so (None: every case runs)
     stated: float = 0.0  # the whole check of the reference on two cores with the workers, as the README states it
     # (seconds; measured by bench/check_workers.py, never asserted by a timed test)
 
@@ -59,7 +62,11 @@ class Profile:
 
 PROFILES: dict[str, Profile] = {
     # print_blob off: a failure is replayed from its counterexample file (nanolm-verify replay), not a blob
-    "ci": Profile("ci", max_examples=8, derandomize=True, timeout=180.0, shrink_budget=20.0, stated=30),
+    # case_budget 90 s: a compiled or eager case costs ≤ a few seconds at 2^17 rows, an interpreted Triton one (a
+    # program per row, milliseconds each) minutes — docs/adapters.md "What an interpreted check costs"
+    "ci": Profile(
+        "ci", max_examples=8, derandomize=True, timeout=180.0, shrink_budget=20.0, case_budget=90.0, stated=30
+    ),
     "dev": Profile("dev", max_examples=50, derandomize=False, timeout=600.0, shrink_budget=60.0, stated=180),
     "thorough": Profile(
         "thorough",

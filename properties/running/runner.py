@@ -326,6 +326,7 @@ def run_law(
         seed,
         repro(seed) if callable(repro) else repro_line(law, impl, f.name, device, profile, seed, repro),
         conventions=impl.conventions.get(law.component),
+        case_budget=prof.case_budget,
     )
     start, searched = time.perf_counter(), ""
     failure: BaseException | None = None  # what failed the law (its message is laid out below, with the count)

@@ -269,12 +269,7 @@ def run(
                     on_subject(info)
                 label = spec if several else ""
                 report = (lambda r, label=label: on_result(r, label)) if on_result else None
-                kept, left = interpreted.budget(
-                    tasks, info.kernels, selection.profile, info.provided
-                )  # interpreted Triton: ci sizes
-                for r in left if report else ():
-                    report(r)
-                results = left + session.results(spec, kept, on_result=report, expect=_expectations(selection, info))
+                results = session.results(spec, tasks, on_result=report, expect=_expectations(selection, info))
                 session.release(spec)  # its memory goes back before the next implementation runs
                 out.subjects.append(Subject(info, results))
                 if session.interrupted:

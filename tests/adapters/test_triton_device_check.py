@@ -16,10 +16,14 @@ ROOT = Path(__file__).resolve().parents[2]
 verdicts = script("triton_verdicts")
 
 
-def _report(kernels: str, rows: list[tuple[str, str, str, str, str | None]]) -> dict:
+def _report(kernels: str, rows: list[tuple[str, str, str, str, str | None]], left: tuple = ()) -> dict:
     results = [
-        {"law_id": law, "dtype": dt, "device": dev, "status": st, "cause": cause} for law, dt, dev, st, cause in rows
+        {"law_id": law, "dtype": dt, "device": dev, "status": st, "cause": cause, "measurements": {}}
+        for law, dt, dev, st, cause in rows
     ]
+    for r in results:
+        if (r["law_id"], r["dtype"]) in left:
+            r["measurements"]["sizes left"] = [{"case": "2^16 + 1 rows", "estimated s": 700.0, "budget s": 90.0}]
     return {"implementation": {"spec": "liger", "kernels": kernels}, "results": results}
 
 
@@ -29,7 +33,7 @@ def test_verdicts_are_compared_law_by_law_and_dtype_by_dtype():
         ("RMSNorm.rmsnorm_matches_golden", "bf16", "cpu", "failed", "law"),
         ("RMSNorm.rmsnorm_gradients_match_golden", "fp64", "cpu", "failed", "crash"),
         ("RMSNorm.rmsnorm_matches_stored_golden", "fp32", "cpu", "passed", None),
-    ])  # fmt: skip
+    ], left={("RMSNorm.rmsnorm_matches_golden", "fp32")})  # fmt: skip
     compiled = _report("Triton kernels compiled", [
         ("RMSNorm.rmsnorm_matches_golden", "fp32", "cpu", "failed", "crash"),  # CPU results of the compiled run: unused
         ("RMSNorm.rmsnorm_matches_golden", "fp32", "cuda", "passed", None),
@@ -45,6 +49,8 @@ def test_verdicts_are_compared_law_by_law_and_dtype_by_dtype():
     text = verdicts.markdown("liger", c)
     assert "2 law runs agree, 1 differ" in text
     assert "| RMSNorm.rmsnorm_matches_golden | bf16 | failed (law) | passed |" in text
+    assert c["sizes_left"] == [("RMSNorm.rmsnorm_matches_golden", "fp32", ["2^16 + 1 rows"])]  # agrees, on fewer sizes
+    assert "1 law runs judged fewer sizes interpreted" in text and "| fp32 | 2^16 + 1 rows |" in text
 
 
 def test_without_a_cuda_device_the_script_stops_cleanly(tmp_path):

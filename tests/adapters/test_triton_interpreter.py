@@ -135,20 +135,3 @@ def test_a_module_without_triton_reports_no_kernels():
     import nanolm_core
 
     assert interpreted.describe(nanolm_core) == ""
-
-
-def test_the_ci_budget_of_interpreted_kernels_keeps_every_code_path_size_in_fp32():
-    from properties.running.runner import plan
-
-    tasks = plan(profile="ci", only=("RMSNorm", "Block"))
-    kernels = f"{interpreted.INTERPRETED} (TRITON_INTERPRET=1 …)"
-    kept, left = interpreted.budget(tasks, kernels, "ci", ("RMSNorm",))
-    paths = {(t.law_id, t.dtype) for t in tasks if t.law_id.endswith("_at_code_path_sizes")}
-    assert ("RMSNorm.rmsnorm_matches_golden_at_code_path_sizes", "fp32") in {(t.law_id, t.dtype) for t in kept}
-    assert {(r.law_id, r.dtype) for r in left} == {
-        (law, dt) for law, dt in paths if law.startswith("RMSNorm.") and dt != "fp32"
-    }  # Block is not provided: its laws keep their own skip ("not provided"), not the budget's
-    assert all(r.status == "skipped" and "fp32 only" in r.message for r in left)
-    assert len(kept) + len(left) == len(tasks)
-    for other in (("dev", kernels), ("ci", "Triton kernels compiled"), ("ci", "")):
-        assert interpreted.budget(tasks, other[1], other[0], ("RMSNorm",)) == (tasks, [])

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from golden.formats import fmt
 from properties.numerics import bounds
 from properties.numerics.bounds import Arithmetic
 
@@ -43,7 +44,7 @@ def test_a_declaration_about_another_dtype_changes_nothing_in_fp16(other) -> Non
 
 @pytest.mark.parametrize("dtype, c", [(torch.float16, "fp32"), (torch.float32, "fp64"), (torch.bfloat16, "fp64")])
 def test_a_declared_compute_dtype_that_holds_the_input_is_a_model_not_a_reason_to_go_blunt(dtype, c) -> None:
-    for b in _tiers(dtype, Arithmetic(compute={bounds.fmt(dtype).name: c})):
+    for b in _tiers(dtype, Arithmetic(compute={fmt(dtype).name: c})):
         assert b.prob is not None and np.isfinite(b.prob).all() and b.judge == "probabilistic", b.formula
 
 

@@ -18,6 +18,7 @@ import golden
 from nanolm_core import ModelConfig
 from properties.library import strategies as S
 from properties.numerics import bounds, sites, ulp
+from properties.numerics.bounds import arithmetic, tier
 from tests.numerics import orders
 
 DTYPES = [torch.bfloat16, torch.float16, torch.float32, torch.float64]
@@ -87,7 +88,7 @@ def test_swiglu_random_weights_stay_within_both_tiers_in_every_order(dtype: torc
 
 
 def test_the_last_sum_judged_with_its_signs_is_sharper_and_holds_in_every_order() -> None:
-    """W_down's partial sums judged jointly with the signs of its row (``bounds.chaos_factor``) instead of through
+    """W_down's partial sums judged jointly with the signs of its row (``bounds.tier.chaos_factor``) instead of through
     the union of two tails: at F = 28672, where they dominate, the tier is ≥ 1.5× tighter (measured 1.9×), and every
     accepted order of that sum, the sequential one included, stays inside it."""
     D, F, dtype = 3, 28672, torch.float32
@@ -96,10 +97,10 @@ def test_the_last_sum_judged_with_its_signs_is_sharper_and_holds_in_every_order(
     W = [S.linear_weight(o, i, dtype, 70 + k) for k, (o, i) in enumerate(((F, D), (F, D), (D, F)))]
     xt = torch.from_numpy(x).to(dtype)
     b = bounds.swiglu(xt, *W, dtype, random_weights=True)
-    _, var, final = sites.swiglu(x, *(w.double().numpy() for w in W), bounds._P(dtype))
+    _, var, final = sites.swiglu(x, *(w.double().numpy() for w in W), arithmetic._P(dtype))
     applies = np.ones(var.shape, dtype=bool)
-    joint, note = bounds._tier_spread(var, final, applies)
-    union, _ = bounds._tier_spread(var + final.var(), None, applies)
+    joint, note = tier._tier_spread(var, final, applies)
+    union, _ = tier._tier_spread(var + final.var(), None, applies)
     assert "jointly" in note and np.median(union / joint) >= 1.5, f"joint / union: {np.median(joint / union):.3g}"
     gold = golden.swiglu(xt, *W)
     worst = {}

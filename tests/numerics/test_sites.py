@@ -101,3 +101,45 @@ def test_the_attention_inputs_roundings_are_charged_exactly(charged) -> None:
     empirical = np.mean(np.stack(runs) ** 2, axis=0)[0]
     ratio = empirical / (charged["attn.input"] / 3)
     assert 0.25 <= float(np.median(ratio)) <= 0.42, f"median ratio {np.median(ratio):.3g}, 1/3 if exact"
+
+
+def _sequential_partial_squares(p: np.ndarray) -> np.ndarray:
+    """Σ_ν S_ν² of a sequential sum of the terms p (last axis) in their order: S_ν the partial sums P_2 … P_n."""
+    return (np.cumsum(p, axis=-1)[..., 1:] ** 2).sum(axis=-1)
+
+
+def _pairwise_partial_squares(p: np.ndarray) -> np.ndarray:
+    """Σ_ν S_ν² of a pairwise sum (adjacent pairs, an odd one carried to the next level)."""
+    total = np.zeros(p.shape[:-1])
+    while p.shape[-1] > 1:
+        k = p.shape[-1] // 2 * 2
+        sums = p[..., 0:k:2] + p[..., 1:k:2]
+        total += (sums * sums).sum(-1)
+        p = np.concatenate([sums, p[..., k:]], axis=-1)
+    return total
+
+
+@pytest.mark.parametrize("n", [5, 40, 128, 129])
+def test_a_dot_products_partial_sums_are_bounded_for_every_order_by_its_sorted_terms(n: int) -> None:
+    """``sites._linear_terms`` up to EXACT_LARGEST terms: Σ_ν S_ν² ≤ Σ_k T_k² (T_k the k largest |terms|) for every
+    summation order — sequential in any permutation, pairwise — and ≤ Q of max|p| (``tree_squares``); equal to a
+    sequential order's when the terms share a sign and come largest first (attained: no smaller bound holds for every
+    order). Above EXACT_LARGEST terms it is Q with max|a|·max|W| for the largest term."""
+    rng = np.random.default_rng(n)
+    a, W = rng.standard_normal((3, n)), rng.standard_normal((4, n))
+    partial, squares = sites._linear_terms(a, W)
+    terms = a[:, None, :] * W[None]  # (rows, outputs, n)
+    np.testing.assert_allclose(squares, (terms * terms).sum(-1), rtol=1e-12)
+    absolute = np.abs(terms)
+    if n > sites.EXACT_LARGEST:
+        largest = np.abs(a).max(-1, keepdims=True) * np.abs(W).max(-1)
+        np.testing.assert_allclose(partial, sites.tree_squares(absolute.sum(-1), largest, n), rtol=1e-12)
+        return
+    Q = sites.tree_squares(absolute.sum(-1), absolute.max(-1), n)
+    assert np.all(partial <= Q * (1 + 1e-12))
+    assert np.median(partial / Q) < 0.95  # sharper than Q on random terms (10–25 % at these n)
+    seen = [_sequential_partial_squares(terms[..., rng.permutation(n)]) for _ in range(200)]
+    seen.append(_pairwise_partial_squares(terms))
+    seen.append(_sequential_partial_squares(-np.sort(-absolute, axis=-1)))  # one sign, largest first: the bound itself
+    assert all(np.all(s <= partial * (1 + 1e-12)) for s in seen)
+    np.testing.assert_allclose(seen[-1], partial, rtol=1e-12)

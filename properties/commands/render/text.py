@@ -183,6 +183,7 @@ def check_footer(
     tiers = findings.tier_line(results)
     blocks += ["\n".join(wrap(tiers))] if tiers else []
     blocks += ["\n".join(wrap(f"measured: {line}")) for line in findings.batch_lines(results)]
+    blocks += ["\n".join(wrap(f"sizes: {line}")) for line in findings.left_lines(results)]
     unneeded = [d for d in findings.subject_declarations(results, info) if d.warning] if info is not None else []
     blocks += ["\n".join(wrap(f"warning: {d.text()}")) for d in unneeded]
     if interrupted:

@@ -11,9 +11,21 @@ within the component's derived bound (with its probabilistic tier: the rows and 
 random draws). The oracle is per row: golden and the bound are evaluated on the sampled rows only, so 131,075
 rows cost what a drawn case costs. (A weight gradient sums over every row: its row blocks are judged by the
 gradient laws' pinned many-row cases.)
+
+**The profile's time per case.** What a case costs is the implementation's: milliseconds for an eager or compiled
+one, minutes for Triton kernels interpreted (a program per row, each in Python). The cases run in ascending row
+count, each timed here (the judge's side: the subject's calls and the judging of its sampled rows); before a case,
+its cost is estimated from those that ran (:class:`Costs`: affine in rows), and a case estimated over the profile's
+``case_budget`` (``ci``: 90 s; ``dev`` and ``thorough``: none) is not judged in this profile — the result's
+measurement ``sizes left`` names it with its estimate, the check's footer lists it, ``--profile dev`` judges it. The
+timing only decides what runs, never a verdict.
 """
 
 from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterator
 
 import numpy as np
 import torch
@@ -21,7 +33,7 @@ import torch
 import golden
 from properties.library import strategies as S
 from properties.library.assertions import assert_bitwise_equal, assert_matches_golden
-from properties.library.context import count_examples, describe
+from properties.library.context import count_examples, current, describe, measure
 from properties.library.harness import (
     backward,
     block_forward,
@@ -41,12 +53,56 @@ DType = torch.dtype
 NAMES = ("w_gate.weight", "w_up.weight", "w_down.weight")
 
 
-def _cases(component: str, dtype: DType):
-    for build in S.PATHS[component].values():
-        case = build(dtype)
+RAMP = 64  # a case is estimated from cases that ran only when the largest of them has ≥ 1/RAMP of its rows
+
+
+@dataclasses.dataclass
+class Costs:
+    """The seconds each case that ran took, by row count: the estimate of the next, larger case."""
+
+    ran: list[tuple[int, float]] = dataclasses.field(default_factory=list)  # (rows, seconds)
+
+    def estimate(self, rows: int) -> float | None:
+        """Affine in rows: the smallest case's time stands for what a case costs whatever its rows (the trip to the
+        subject, a compile, golden on the sampled rows) — a proportional estimate would charge it to every row (a
+        5-row case would put an eager 2^16-row one at minutes) — and each further row costs the least a case of at
+        least 1/RAMP of ``rows`` paid per row: a wider row costs more (more elements; fewer rows per program of a
+        kernel that packs rows), and the largest cases are the narrowest. None — no estimate: the case runs — until
+        such a case has run (a slope measured over a few rows says nothing of 2^16)."""
+        if not self.ran:
+            return None
+        n0, t0 = min(self.ran)
+        large = [(n, t) for n, t in self.ran if n * RAMP >= rows]
+        if not large:
+            return None
+        if all(n == n0 for n, _ in large):
+            return min(t / n for n, t in large) * rows
+        slope = min((t - t0) / (n - n0) for n, t in large if n > n0)
+        return t0 + max(0.0, slope) * (rows - n0)
+
+
+def _n_rows(case: S.PathCase) -> int:
+    return case.x.numel() // case.x.shape[-1]
+
+
+def _cases(component: str, dtype: DType) -> Iterator[S.PathCase]:
+    """The component's cases in ascending row count, each timed; one estimated over the profile's case budget is
+    left (``sizes left``), the others judged (``case seconds``)."""
+    ctx, costs, seconds, left = current(), Costs(), {}, []
+    budget = ctx.case_budget if ctx is not None else None
+    for case in sorted((build(dtype) for build in S.PATHS[component].values()), key=_n_rows):
+        rows, estimate = _n_rows(case), costs.estimate(_n_rows(case))
+        if budget is not None and estimate is not None and estimate > budget:
+            left.append({"case": case.name, "estimated s": round(estimate, 1), "budget s": budget})
+            measure("sizes left", left)
+            continue
         describe(**case.describe())
         count_examples(1)
+        start = time.perf_counter()
         yield case
+        costs.ran.append((rows, time.perf_counter() - start))
+        seconds[case.name] = round(costs.ran[-1][1], 3)
+        measure("case seconds", seconds)
 
 
 def _rows(t: torch.Tensor, idx: np.ndarray) -> torch.Tensor:
@@ -117,7 +173,7 @@ def swiglu_matches_golden_at_code_path_sizes(impl: Implementation, dtype: DType,
 
 @law("Block", cost=4)
 def block_matches_golden_at_code_path_sizes(impl: Implementation, dtype: DType, device: str) -> None:
-    """With B = 32,769 sequences of T = 2 on H = 2 heads (65,538 attention programs, 65,538 rows), and with head dim
+    """With B = 32,769 and 2,049 sequences of T = 2 on H = 2 heads (65,538 and 4,098 attention programs), and head dim
     K = 34 = 2^5 + 2 and F = 65 = 2^6 + 1, out matches golden within bounds.block on the first, last, every
     power-of-two-boundary and random sequences."""
     for c in _cases("Block", dtype):
@@ -132,9 +188,9 @@ def block_matches_golden_at_code_path_sizes(impl: Implementation, dtype: DType, 
 # ------------------------------------------------------------------------------------------ AddRMSNorm
 @law("AddRMSNorm", cost=4)
 def add_rmsnorm_matches_golden_at_code_path_sizes(impl: Implementation, dtype: DType, device: str) -> None:
-    """On 2^16 + 1 rows (D = 8) and 5 rows of D = 4097 (2^12 + 1), y matches golden within bounds.add_rmsnorm, h is
-    x + r rounded once, and dx = dr (random cotangents of y and h) match golden.add_rmsnorm_vjp on the first, last,
-    every power-of-two-boundary and random rows."""
+    """On 2^16 + 1 rows (D = 8), 4,099 rows of D = 64 and 5 rows of D = 4097 (2^12 + 1), y matches golden within
+    bounds.add_rmsnorm, h is x + r rounded once, and dx = dr (random cotangents of y and h) match
+    golden.add_rmsnorm_vjp on the first, last, every power-of-two-boundary and random rows."""
     for c in _cases("AddRMSNorm", dtype):
         w, r = c.params["weight"], c.params["residual"]
         (y, h), (dx, dr), (gy, gh) = _add_rmsnorm_run(impl, c, dtype, device)

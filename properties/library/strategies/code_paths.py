@@ -107,6 +107,9 @@ PATHS: dict[str, dict[str, Callable[[torch.dtype], PathCase]]] = {
             "B = 32,769, H = 2: 65,538 (batch, head) programs, 65,538 rows", 32769, 2, 2, 4, 8
         ),
         "K, F = 2^k + 2, 2^k + 1": _path_block("B = 3, T = 5, K = 34 = 2^5 + 2, F = 65 = 2^6 + 1", 3, 5, 2, 34, 65),
+        "B·H = 4,098": _path_block(
+            "B = 2,049, H = 2: 4,098 (batch, head) programs (the step before 2^16)", 2049, 2, 2, 4, 8
+        ),
     },
 }
 
@@ -126,5 +129,6 @@ def _path_add_rmsnorm(name: str, N: int, D: int) -> Callable[[torch.dtype], Path
 
 PATHS["AddRMSNorm"] = {
     "2^16 + 1 rows, D = 8": _path_add_rmsnorm("2^16 + 1 rows, D = 8 (past a 65,535-program grid)", 2**16 + 1, 8),
+    "4,099 rows, D = 64": _path_add_rmsnorm("4,099 rows, D = 64 (several narrow rows per program)", 4099, 64),
     "D = 2^12 + 1": _path_add_rmsnorm("5 rows, D = 4097 = 2^12 + 1 (a one-element tail block)", 5, 4097),
 }
