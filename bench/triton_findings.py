@@ -118,10 +118,27 @@ def fla_rows_of_64kb() -> str:
     return "; ".join(out)
 
 
+def fla_fp64_backward_past_512() -> str:
+    """fla's norm backward in fp64 past D = 512: its row kernel casts dx with fp_downcast_rounding='rtne', which
+    Triton's front end (the compiler's and the interpreter's) refuses for the widening fp32 → fp64 cast."""
+    from fla.modules import RMSNorm
+
+    out = []
+    for d in (512, 513):
+        x = torch.ones(2, d, device=DEVICE, dtype=torch.float64, requires_grad=True)
+        try:
+            RMSNorm(d).to(DEVICE, torch.float64)(x).sum().backward()
+            out.append(f"fp64 D={d}: backward runs")
+        except Exception as exc:  # triton's InterpreterError / CompilationError around semantic.cast's ValueError
+            out.append(f"fp64 D={d}: {type(exc).__name__}: {str(exc).splitlines()[-1][:120]}")
+    return "; ".join(out)
+
+
 def main() -> int:
     print(f"kernels: {'compiled on ' + DEVICE if DEVICE == 'cuda' else 'interpreted (TRITON_INTERPRET=1)'}")
     findings = (grad_output_overwritten, no_fp64_backward, swiglu_backward_not_reentrant, swiglu_fp64_in_fp32,
-                fla_add_norm_backward_twice, fla_swiglu_fp64_in_fp32, fla_rows_of_64kb)  # fmt: skip
+                fla_add_norm_backward_twice, fla_swiglu_fp64_in_fp32, fla_rows_of_64kb,
+                fla_fp64_backward_past_512)  # fmt: skip
     for finding in findings:
         print(f"- {finding.__name__}: {finding()}  [{finding.__doc__.splitlines()[0]}]")
     return 0

@@ -1,6 +1,6 @@
 """The interpreted Triton tier runs somewhere: .ci/run runs tox -e triton's tests (the marked ones; the interpreted
-checks of liger and fla, 15–25 minutes, are tox -e triton's alone), after the slow tier, with the triton extra
-installed only then (the steps before it run without Triton, as a user without the extra would)."""
+checks of liger and fla, 5–11 minutes on two shared cores, are tox -e triton's alone), after the slow tier, with the
+triton extra installed only then (the steps before it run without Triton, as a user without the extra would)."""
 
 from __future__ import annotations
 
