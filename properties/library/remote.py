@@ -128,8 +128,8 @@ def _storage_bytes(t: torch.Tensor) -> tuple[memoryview, bool]:
     storage = t.untyped_storage()
     whole = storage.nbytes() <= 4 * need + _WHOLE_SLACK
     n = storage.nbytes() if whole else need
-    flat = torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage, 0, (n,), (1,)).to("cpu")
-    return memoryview(flat.numpy()).cast("B"), whole
+    flat = torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage, 0, (n,), (1,))
+    return memoryview((flat if flat.device.type == "cpu" else flat.cpu()).numpy()).cast("B"), whole
 
 
 def _describe(t: torch.Tensor, bufs: list[Any], storages: dict[Any, int]) -> dict[str, Any]:
@@ -147,7 +147,7 @@ def _describe(t: torch.Tensor, bufs: list[Any], storages: dict[Any, int]) -> dic
         return desc
     key = (t.device.type, t.untyped_storage().data_ptr())
     desc["key"] = key[1]  # where the storage lies in the sender's memory: its identity (storage reuse, mirrored)
-    if key in storages and t.untyped_storage().data_ptr():
+    if key in storages and key[1]:
         desc["__t__"] = storages[key]
         return desc
     raw, whole = _storage_bytes(t)
@@ -226,7 +226,7 @@ def tensor_of(desc: dict[str, Any], bufs: Sequence[Any], local: dict[int, torch.
     index = desc["__t__"]
     if type(index) is not int or not 0 <= index < len(bufs):
         raise ProtocolError(f"tensor refers to buffer {index!r} of {len(bufs)}")
-    size = torch.empty((), dtype=dtype).element_size()
+    size = dtype.itemsize
     need = offset + _extent(shape, stride) if math.prod(shape) else 0
     raw = bufs[index]
     if len(raw) < need * size:
@@ -240,7 +240,7 @@ def tensor_of(desc: dict[str, Any], bufs: Sequence[Any], local: dict[int, torch.
     base = local[index]
     if base.device.type != ("cuda" if device == "cuda" else "cpu"):
         raise ProtocolError("tensors of one buffer on two devices")
-    typed = base[: base.numel() - base.numel() % size].view(dtype)
+    typed = (base if base.numel() % size == 0 else base[: base.numel() - base.numel() % size]).view(dtype)
     return torch.as_strided(typed, shape, stride, offset)
 
 
