@@ -400,6 +400,7 @@ class Link:
         self.grads: dict[str, Any] = {}  # rid → the state of its mirror's .grad the subject last saw
         self.broken: str | None = None
         self.device = "cpu"
+        self.traffic = [0, 0, 0]  # requests, bytes sent, bytes received (the cost of the boundary: bench/boundary.py)
         _LINKS.append(weakref.ref(self))
 
     def _fail(self, why: str) -> SubjectCrash:
@@ -422,6 +423,9 @@ class Link:
         try:
             send(self.conn, header, bufs)
             reply, rbufs = receive(self.conn)
+            self.traffic[0] += 1
+            self.traffic[1] += sum(memoryview(b).nbytes for b in bufs)
+            self.traffic[2] += sum(b.nbytes for b in rbufs)
         except ProtocolError as exc:
             raise self._fail(f"sent a malformed answer: {exc}") from None
         except MemoryError:

@@ -455,6 +455,17 @@ class Subject:
         self.implementation()
 
     @property
+    def pid(self) -> int | None:
+        """The subject process's id (None before it started)."""
+        return None if self._proc is None else self._proc.pid
+
+    @property
+    def link(self) -> remote.Link:
+        """The judge's end of the wire to the subject process now running."""
+        self.implementation()
+        return self._link
+
+    @property
     def log(self) -> str:
         return os.path.join(self._tmp, f"subject-{self._started}.log")
 
