@@ -59,6 +59,21 @@ def test_a_declaration_the_tier_cannot_model_keeps_it_off_in_its_dtype_only_and_
         assert b.judge == "probabilistic" and not b.tier_off
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_an_accumulation_as_wide_as_the_compute_dtype_keeps_the_tier_and_its_bounds(dtype) -> None:
+    """Liger and fla declare fp32 accumulation: for 16-bit and fp32 inputs that is c, the sums the sites have —
+    same bounds, tier on. An accumulation narrower than c (t itself for 16-bit inputs) is not in the model."""
+    name = fmt(dtype).name
+    plain, wide = _tiers(dtype, None), _tiers(dtype, Arithmetic(accumulation={name: "fp32"}))
+    for a, b in zip(plain, wide, strict=True):
+        assert b.judge == "probabilistic" and not b.tier_off, b.tier_off
+        np.testing.assert_array_equal(a.prob, b.prob)
+        np.testing.assert_array_equal(a.abs, b.abs)
+    if dtype != torch.float32:
+        for b in _tiers(dtype, Arithmetic(accumulation={name: name})):
+            assert b.judge == "deterministic" and f"declared accumulation_dtype in {name}" in b.tier_off
+
+
 def test_undrawn_inputs_are_not_said_to_be_kept_off_by_a_declaration() -> None:
     x, w, _ = _case(torch.float16)
     with bounds.declared(Arithmetic(eps={"fp16": "fp32"})):

@@ -83,17 +83,20 @@ class Arithmetic:
         describe — a declaration about another dtype is not one of them (issue 37: declaring fp64's compute dtype
         switched fp16's tier off). A compute dtype that holds t (fp32 for fp16, fp64 for fp32, t itself) is a
         model: the sites take u_c, and the roundings to t where c is wider. A demoted one (fp32 for fp64: inputs
-        and weights rounded to c), an accumulation dtype, an eps dtype, a weight offset and flushed inputs or
-        outputs add errors the sites do not have: there the deterministic bound judges alone, and the result
-        says so (``Bound.tier_off``)."""
+        and weights rounded to c), an accumulation dtype narrower than c, an eps dtype, a weight offset and
+        flushed inputs or outputs add errors the sites do not have: there the deterministic bound judges alone,
+        and the result says so (``Bound.tier_off``). An accumulation as wide as c (Liger's and fla's declared
+        fp32) is the sums the sites already have: ``_P.gamma_red`` gives the same constants."""
         name = fmt(storage).name
         out = []
         c = self.compute.get(name)
         if c and not _holds(c, storage):
             out.append(f"compute_dtype {c}")
-        out += [
-            key for key, where in (("accumulation_dtype", self.accumulation), ("eps_dtype", self.eps)) if name in where
-        ]
+        a = self.accumulation.get(name)  # one as wide as c: the sums the sites model, the bounds unchanged
+        if a and fmt(a).u > fmt(c or upcast_dtype(fmt(storage).dtype)).u:
+            out.append("accumulation_dtype")
+        if name in self.eps:
+            out.append("eps_dtype")
         if self.weight_offset:
             out.append("weight_offset")
         if self.flushes(storage) & {"input", "output"}:
