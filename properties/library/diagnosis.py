@@ -16,7 +16,11 @@ that hypothesis' golden value while the contract's golden value is not met:
     flushed subnormals    flush_subnormals {t: sites}: subnormal inputs read as 0 and/or outputs returned as 0
     RoPE layout           rope_layout "interleaved": W_q, W_k rows permuted; (bug) rotating the other way
     a wrong read          (bug) a square weight read transposed; x read ignoring a stride or its storage offset
-    stale state           (bug) the weights / config of an earlier call of the example; γ = 1 (the initial weight)
+    stale state           (bug) the weights / config of an earlier call of the example (the same module's first),
+                          or its own weights with another instance's settings; γ = 1 (the initial weight)
+    an output dtype       (bug) an output in a dtype the call cannot return (not the input's, the promoted or
+                          autocast's): checked first, no hypothesis of the arithmetic tried; a call under
+                          autocast is judged in autocast's dtype, and a value failure there matches nothing
     one output buffer     (bug) a result returned in the memory of an earlier result still held (``aliases``,
                           observed by ``context.record_output`` when the call returned)
 

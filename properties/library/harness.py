@@ -9,6 +9,7 @@ does ``DtypeNotSupported`` (``properties.adapters.kit``: a real kernel without t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -380,35 +381,50 @@ def block_forward(
     return _checked(y, x, dtype, device, "Block", output_cause)
 
 
+# What each order of check is called, what a mismatch means, and which pass a stub leaves unwritten / raised.
+_ORDERS = {
+    1: ("gradcheck", "analytical ≠ numerical Jacobian", "backward", "forward or backward"),
+    2: ("gradgradcheck", "second derivative ≠ finite differences of the first", "double backward", "double backward"),
+}
+_NO_FORMULA = re.compile(r"derivative for aten::\w+ is not implemented")  # torch's own op lacks a double backward
+
+
 def gradcheck(
-    fn: Callable[..., torch.Tensor],
+    fn: Callable[..., Any],
     inputs: tuple[torch.Tensor, ...],
     *,
     component: str,
     module: nn.Module | None = None,
+    order: int = 1,
+    what: str = "",
 ) -> None:
-    """torch.autograd.gradcheck (fp64, finite differences); a mismatch is the implementation's failure. ``module``
-    (whose forward ``fn`` evaluates at ``inputs``): on a mismatch it is called once more on x, so the diagnosis sees
-    the forward whose finite differences were taken (an fp32 forward's are rounding noise)."""
+    """torch.autograd.gradcheck (``order`` 1) or gradgradcheck (2: finite differences of the first derivative), in
+    fp64; a mismatch — for order 2 also a first derivative that is not itself differentiable — is the
+    implementation's failure (cause law), what the subject raises its crash. ``what``: the output(s) checked.
+    ``module`` (whose forward ``fn`` evaluates at ``inputs``): on a mismatch it is called once more on x, so the
+    diagnosis sees the forward whose finite differences were taken (an fp32 forward's are rounding noise)."""
     __tracebackhide__ = True
+    name, mismatch, stage, raised = _ORDERS[order]
+    check = torch.autograd.gradcheck if order == 1 else torch.autograd.gradgradcheck
+    of = f" of {what}" if what else ""
     try:
-        ok = torch.autograd.gradcheck(
-            fn, inputs, eps=GRADCHECK_STEP, atol=GRADCHECK_ATOL, rtol=1e-3, fast_mode=True, raise_exception=True
-        )
+        ok = check(fn, inputs, eps=GRADCHECK_STEP, atol=GRADCHECK_ATOL, rtol=1e-3, fast_mode=True, raise_exception=True)
     except DtypeNotSupported as exc:
         raise NotApplicable(f"dtype not supported: {component}: {exc}") from None
     except NotImplementedError as exc:
-        raise StubNotImplemented(f"not implemented: {component} backward: {exc}") from None
+        raise StubNotImplemented(f"not implemented: {component} {stage}: {exc}") from None
     except GradcheckError as exc:
         if module is not None:
             call(module, inputs[0].detach(), component=component)
-        fail(f"{component}: fp64 gradcheck failed (analytical ≠ numerical Jacobian): {str(exc)[:800]}")
+        fail(f"{component}: fp64 {name}{of} failed ({mismatch}): {str(exc)[:800]}")
     except AssertionError:
         raise
     except Exception as exc:
-        fail(f"{component}: forward or backward raised {type(exc).__name__}: {exc}", "crash")
+        if order == 2 and isinstance(exc, RuntimeError) and _NO_FORMULA.search(str(exc)):
+            raise NotApplicable(f"double backward not supported by torch: {component}: {exc}") from None
+        fail(f"{component}: {raised}{of} raised {type(exc).__name__}: {exc}", "crash")
     if not ok:
-        fail(f"{component}: fp64 gradcheck failed")
+        fail(f"{component}: fp64 {name}{of} failed")
 
 
 # ------------------------------------------------------------------------ AddRMSNorm: two inputs, two outputs

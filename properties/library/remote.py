@@ -17,7 +17,7 @@ imports the implementation under test. The implementation runs in its own *subje
   the next call; a parameter replaced for one call (``torch.func.functional_call``) travels with that call as a
   differentiable input.
 
-The wire (:class:`Link`): a frame is one JSON header followed by raw byte buffers — never pickle. A tensor is
+The wire (:class:`Link`): a frame is one message — a JSON header, then raw byte buffers — never pickle. A tensor is
 described in the header by dtype, shape, strides and storage offset, its storage bytes following as a buffer; on
 arrival (:func:`unpack`) the description is checked (a known dtype, integer sizes, the buffer exactly the bytes the
 layout needs) and the tensor is made fresh — ``torch.empty`` and a byte copy — so what arrives is a plain
@@ -31,15 +31,19 @@ changed (``state.report``) — is its answer, judged here like any output.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import dataclasses
+import functools
 import itertools
 import json
 import math
+import struct
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy
 import torch
 from torch import nn
 
@@ -90,7 +94,8 @@ _RAISED: dict[str, type[RemoteError]] = {}
 
 def raised(name: str, message: str) -> BaseException:
     """The judge's exception for one the subject reported: NotImplementedError (a stub: skipped) and
-    DtypeNotSupported as themselves, anything else a :class:`RemoteError` whose class carries the subject's name."""
+    DtypeNotSupported as themselves, anything else a :class:`RemoteError` whose class carries the subject's name
+    (and is the built-in exception of that name, where there is one: :func:`_builtin`)."""
     if name == "NotImplementedError":
         return NotImplementedError(message)
     if name == "DtypeNotSupported":
@@ -100,8 +105,20 @@ def raised(name: str, message: str) -> BaseException:
     name = name if name.isidentifier() else "Exception"
     cls = _RAISED.get(name)
     if cls is None:
-        cls = _RAISED[name] = type(name, (RemoteError,), {"remote_type": name, "__module__": "subject"})
+        cls = _RAISED[name] = type(name, (RemoteError, *_builtin(name)), {"remote_type": name, "__module__": "subject"})
     return cls(message)
+
+
+def _builtin(name: str) -> tuple[type[Exception], ...]:
+    """The built-in exception class a subject's exception is named after (RuntimeError, AttributeError …), so the
+    judge's laws catch it as they would in one process (a pickle of a local class raises AttributeError: the module
+    does not pickle; torch's op without a double-backward formula raises RuntimeError: not applicable). Only
+    ``Exception`` subclasses: a name like SystemExit or KeyboardInterrupt stays a plain RemoteError, and so does
+    AssertionError (the judge's own failures are assertions: the subject's is its crash, not a verdict)."""
+    cls = getattr(builtins, name, None)
+    ok = isinstance(cls, type) and issubclass(cls, Exception)
+    ok = ok and not issubclass(cls, (AssertionError, StopIteration, StopAsyncIteration))
+    return (cls,) if ok else ()
 
 
 # ------------------------------------------------------------------------------------------------- the wire
@@ -125,8 +142,8 @@ def _storage_bytes(t: torch.Tensor) -> tuple[memoryview, bool]:
     storage = t.untyped_storage()
     whole = storage.nbytes() <= 4 * need + _WHOLE_SLACK
     n = storage.nbytes() if whole else need
-    flat = torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage, 0, (n,), (1,)).to("cpu")
-    return memoryview(flat.numpy()).cast("B"), whole
+    flat = torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage, 0, (n,), (1,))
+    return memoryview((flat if flat.device.type == "cpu" else flat.cpu()).numpy()).cast("B"), whole
 
 
 def _describe(t: torch.Tensor, bufs: list[Any], storages: dict[Any, int]) -> dict[str, Any]:
@@ -144,7 +161,7 @@ def _describe(t: torch.Tensor, bufs: list[Any], storages: dict[Any, int]) -> dic
         return desc
     key = (t.device.type, t.untyped_storage().data_ptr())
     desc["key"] = key[1]  # where the storage lies in the sender's memory: its identity (storage reuse, mirrored)
-    if key in storages and t.untyped_storage().data_ptr():
+    if key in storages and key[1]:
         desc["__t__"] = storages[key]
         return desc
     raw, whole = _storage_bytes(t)
@@ -153,6 +170,9 @@ def _describe(t: torch.Tensor, bufs: list[Any], storages: dict[Any, int]) -> dic
     if whole:
         storages[key] = desc["__t__"]
     return desc
+
+
+_PLAIN = frozenset({bool, int, float, str})  # what a header carries as itself
 
 
 def pack(
@@ -164,6 +184,8 @@ def pack(
     """``value`` as JSON-able data, tensors described and their bytes appended to ``bufs``. ``known(t)``: a
     description to send instead of t's bytes (a reference to a tensor the other side already holds), or the rid
     the other side is to keep the tensor under, or None."""
+    if value is None or type(value) in _PLAIN:  # (first: most of a header)
+        return value
     storages = {} if storages is None else storages
     if isinstance(value, torch.Tensor):
         seen = storages.setdefault("objects", {})  # the same tensor object twice in a frame arrives as one object
@@ -199,7 +221,7 @@ def _ints(value: Any, what: str) -> list[int]:
     return value
 
 
-def tensor_of(desc: dict[str, Any], bufs: Sequence[bytearray], local: dict[int, torch.Tensor] | None = None) -> Any:
+def tensor_of(desc: dict[str, Any], bufs: Sequence[Any], local: dict[int, torch.Tensor] | None = None) -> Any:
     """A fresh plain tensor from a description and its buffer, every field checked (ProtocolError). ``local``: the
     storages made so far for this frame's buffers (tensors of one buffer share one fresh storage)."""
     dtype = DTYPES.get(desc.get("dtype")) if isinstance(desc.get("dtype"), str) else None
@@ -218,7 +240,7 @@ def tensor_of(desc: dict[str, Any], bufs: Sequence[bytearray], local: dict[int, 
     index = desc["__t__"]
     if type(index) is not int or not 0 <= index < len(bufs):
         raise ProtocolError(f"tensor refers to buffer {index!r} of {len(bufs)}")
-    size = torch.empty((), dtype=dtype).element_size()
+    size = dtype.itemsize
     need = offset + _extent(shape, stride) if math.prod(shape) else 0
     raw = bufs[index]
     if len(raw) < need * size:
@@ -227,18 +249,18 @@ def tensor_of(desc: dict[str, Any], bufs: Sequence[bytearray], local: dict[int, 
     if index not in local:  # one fresh storage per buffer: torch.empty, then a byte copy
         storage = torch.empty(len(raw), dtype=torch.uint8)
         if len(raw):
-            storage.copy_(torch.frombuffer(raw, dtype=torch.uint8))
+            storage.numpy()[:] = numpy.frombuffer(raw, dtype=numpy.uint8)  # (the message's bytes: read-only)
         local[index] = storage.to("cuda") if device == "cuda" else storage
     base = local[index]
     if base.device.type != ("cuda" if device == "cuda" else "cpu"):
         raise ProtocolError("tensors of one buffer on two devices")
-    typed = base[: base.numel() - base.numel() % size].view(dtype)
+    typed = (base if base.numel() % size == 0 else base[: base.numel() - base.numel() % size]).view(dtype)
     return torch.as_strided(typed, shape, stride, offset)
 
 
 def unpack(
     value: Any,
-    bufs: Sequence[bytearray],
+    bufs: Sequence[Any],
     resolve: Callable[[dict], Any] | None = None,
     made: Callable[[dict, torch.Tensor], Any] | None = None,
     depth: int = 0,
@@ -247,6 +269,8 @@ def unpack(
     """The inverse of :func:`pack` (tensors checked and made fresh: :func:`tensor_of`); ``resolve(desc)``: what a
     reference (a dict with "__ref__") stands for; ``made(desc, t)``: told of each tensor made. ProtocolError for
     anything malformed."""
+    if value is None or type(value) in _PLAIN:  # (first: most of a header)
+        return value
     if depth > MAX_DEPTH:
         raise ProtocolError("header nested too deeply")
     local = {} if local is None else local
@@ -278,16 +302,25 @@ def unpack(
     return value
 
 
+_PREFIX = struct.Struct("<Q")  # a frame: the header's length, the JSON header, then its buffers back to back
+
+
 def send(conn: Any, header: dict[str, Any], bufs: Sequence[Any] = ()) -> None:
-    """One frame: the JSON header (with the buffer count), then each buffer."""
-    conn.send_bytes(json.dumps({**header, "nbuf": len(bufs)}).encode())
-    for b in bufs:
-        conn.send_bytes(b)
+    """One frame, one message (one write, one wake-up of the reader): the JSON header — with the buffers' sizes —
+    then each buffer's bytes."""
+    views = [memoryview(b).cast("B") for b in bufs]
+    raw = json.dumps({**header, "nbuf": len(views), "sizes": [v.nbytes for v in views]}).encode()
+    conn.send_bytes(b"".join([_PREFIX.pack(len(raw)), raw, *views]))
 
 
-def receive(conn: Any, max_buffer: int = 1 << 40) -> tuple[dict[str, Any], list[bytearray]]:
-    """One frame (ProtocolError when it is not one; EOFError / OSError when the link is closed)."""
-    raw = conn.recv_bytes(MAX_HEADER)
+def receive(conn: Any, max_buffer: int = 1 << 40) -> tuple[dict[str, Any], list[memoryview]]:
+    """One frame (ProtocolError when it is not one; EOFError / OSError when the link is closed): its header and
+    its buffers (views of the message, checked to be exactly the sizes the header gives)."""
+    message = memoryview(conn.recv_bytes(max_buffer))
+    if message.nbytes < _PREFIX.size or (n_header := _PREFIX.unpack_from(message)[0]) > MAX_HEADER:
+        raise ProtocolError(f"a frame that does not start with a header's length: {bytes(message[:40])!r}")
+    end = _PREFIX.size + n_header
+    raw = bytes(message[_PREFIX.size : end])
     try:
         header = json.loads(raw)
     except (ValueError, RecursionError) as exc:
@@ -296,10 +329,18 @@ def receive(conn: Any, max_buffer: int = 1 << 40) -> tuple[dict[str, Any], list[
         ) from None
     if not isinstance(header, dict):
         raise ProtocolError(f"a header that is {type(header).__name__}, not a JSON object: {raw[:40]!r}")
-    n = header.get("nbuf")
+    n, sizes = header.get("nbuf"), header.pop("sizes", [])  # (the frame's, not the request's)
     if type(n) is not int or not 0 <= n <= MAX_BUFFERS:
         raise ProtocolError(f"a header with buffer count {n!r}")
-    return header, [bytearray(conn.recv_bytes(max_buffer)) for _ in range(n)]
+    if not isinstance(sizes, list) or len(sizes) != n or not all(type(k) is int and k >= 0 for k in sizes):
+        raise ProtocolError(f"a header whose buffer sizes are {str(sizes)[:80]}, not {n} byte counts")
+    if end + sum(sizes) != message.nbytes:
+        raise ProtocolError(f"a frame of {message.nbytes} bytes for a header of {end} and buffers of {sum(sizes)}")
+    bufs = []
+    for k in sizes:
+        bufs.append(message[end : end + k])
+        end += k
+    return header, bufs
 
 
 # ------------------------------------------------------------------------------------------------- the link
@@ -373,6 +414,7 @@ class Link:
         self.grads: dict[str, Any] = {}  # rid → the state of its mirror's .grad the subject last saw
         self.broken: str | None = None
         self.device = "cpu"
+        self.traffic = [0, 0, 0]  # requests, bytes sent, bytes received (the cost of the boundary: bench/boundary.py)
         _LINKS.append(weakref.ref(self))
 
     def _fail(self, why: str) -> SubjectCrash:
@@ -395,6 +437,9 @@ class Link:
         try:
             send(self.conn, header, bufs)
             reply, rbufs = receive(self.conn)
+            self.traffic[0] += 1
+            self.traffic[1] += sum(memoryview(b).nbytes for b in bufs)
+            self.traffic[2] += sum(b.nbytes for b in rbufs)
         except ProtocolError as exc:
             raise self._fail(f"sent a malformed answer: {exc}") from None
         except MemoryError:
@@ -494,9 +539,13 @@ def call_context(device_type: str = "cpu") -> dict[str, Any]:
             autocast = fmt(torch.get_autocast_dtype(device_type)).name
     inference = torch.is_inference_mode_enabled()
     grad = "inference" if inference else ("enabled" if torch.is_grad_enabled() else "no_grad")
-    return contexts.CallContext(
-        autocast, torch.are_deterministic_algorithms_enabled(), torch.get_num_threads(), grad
-    ).as_data()
+    return dict(_context_data(autocast, torch.are_deterministic_algorithms_enabled(), torch.get_num_threads(), grad))
+
+
+@functools.lru_cache(maxsize=64)
+def _context_data(autocast: str | None, deterministic: bool, threads: int, grad: str) -> dict[str, Any]:
+    """``CallContext(...).as_data()``, made once per context (callers get a copy)."""
+    return contexts.CallContext(autocast, deterministic, threads, grad).as_data()
 
 
 # ------------------------------------------------------------------------------------------ the module proxy

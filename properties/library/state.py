@@ -20,9 +20,13 @@ import torch
 __all__ = ["SETTINGS", "Setting", "changes", "establish", "report", "reported", "restore", "snapshot"]
 
 
+_SUBNORMAL = torch.tensor(2.0**-1070, dtype=torch.float64, device="cpu")
+
+
 def _flushes_subnormals() -> bool:
-    """torch has no getter for ``set_flush_denormal``: a product that must give a subnormal tells."""
-    return (torch.tensor(2.0**-1070, dtype=torch.float64) * 1.0).item() == 0.0
+    """torch has no getter for ``set_flush_denormal``: a product that must give a subnormal tells (made once: a
+    snapshot is taken around every call of the subject)."""
+    return (_SUBNORMAL * 1.0).item() == 0.0
 
 
 @dataclasses.dataclass(frozen=True)

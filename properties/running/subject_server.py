@@ -166,8 +166,8 @@ class Server:
         buffers and mode."""
         module = self.modules[handle]
         seen = self.seen.setdefault(handle, {})
-        params = {}
-        for name, p in module.named_parameters(remove_duplicate=False):
+        params, named = {}, list(module.named_parameters(remove_duplicate=False))
+        for name, p in named:
             before = seen.get(name)
             rid = self.rids.get(id(p))
             if (
@@ -180,7 +180,7 @@ class Server:
             snapshot = p.detach().clone() if p.device.type != "meta" and p.numel() <= _SNAPSHOT_LIMIT else None
             seen[name] = (params[name]["rid"], _version(p), _ptr(p), snapshot)
         seen_grads, grads = self.grads.setdefault(handle, {}), {}
-        for name, p in module.named_parameters(remove_duplicate=False):
+        for name, p in named:
             state_now = _grad_state(p)
             if state_now != seen_grads.get(name):
                 grads[name] = None if p.grad is None else p.grad.detach()
@@ -338,8 +338,9 @@ class Server:
                     try:
                         reply.update(handler(**fields))
                     finally:
-                        reply["changed"] = state.changes(before)
-                        state.restore(before)
+                        reply["changed"] = state.changes(before, after := state.snapshot())
+                        if after != before:
+                            state.restore(before)
             except BaseException as exc:  # everything the subject raises is its answer
                 reply["error"] = {"type": type(exc).__name__, "message": str(exc)[:2000]}
             reply["spans"] = self.spans
@@ -452,6 +453,17 @@ class Subject:
         self._impl: Any = None
         self._started = 0
         self.implementation()
+
+    @property
+    def pid(self) -> int | None:
+        """The subject process's id (None before it started)."""
+        return None if self._proc is None else self._proc.pid
+
+    @property
+    def link(self) -> remote.Link:
+        """The judge's end of the wire to the subject process now running."""
+        self.implementation()
+        return self._link
 
     @property
     def log(self) -> str:

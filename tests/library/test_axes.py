@@ -207,12 +207,12 @@ class _NoGradBackward(_OnceDifferentiable):
 
 def test_gradgradcheck_passes_a_twice_differentiable_function_and_fails_one_that_is_not_by_law():
     x = torch.randn(5, dtype=torch.float64, requires_grad=True)
-    axes.gradgradcheck(_twice, (x,), component="T", what="y")
+    harness.gradcheck(_twice, (x,), component="T", order=2, what="y")
     with pytest.raises(LawFailure, match="gradgradcheck") as caught:
-        axes.gradgradcheck(_NoGradBackward.apply, (x,), component="T", what="y")
+        harness.gradcheck(_NoGradBackward.apply, (x,), component="T", order=2, what="y")
     assert caught.value.cause == "law"
     with pytest.raises(LawFailure, match="gradgradcheck") as caught:  # @once_differentiable: no second derivative
-        axes.gradgradcheck(_OnceDifferentiable.apply, (x,), component="T", what="y")
+        harness.gradcheck(_OnceDifferentiable.apply, (x,), component="T", order=2, what="y")
     assert caught.value.cause == "law"
 
 
@@ -221,7 +221,9 @@ def test_gradgradcheck_reports_an_exception_of_the_subject_as_its_crash():
         raise ValueError("boom")
 
     with pytest.raises(SubjectCrash, match="boom"):
-        axes.gradgradcheck(broken, (torch.randn(2, dtype=torch.float64, requires_grad=True),), component="T", what="y")
+        harness.gradcheck(
+            broken, (torch.randn(2, dtype=torch.float64, requires_grad=True),), component="T", order=2, what="y"
+        )
 
 
 def test_a_torch_op_without_a_double_backward_formula_is_not_applicable():
@@ -231,6 +233,6 @@ def test_a_torch_op_without_a_double_backward_formula_is_not_applicable():
         return torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
 
     try:
-        axes.gradgradcheck(attend, (q,), component="T", what="out")
+        harness.gradcheck(attend, (q,), component="T", order=2, what="out")
     except NotApplicable as exc:
         assert "double backward not supported by torch" in str(exc)

@@ -93,16 +93,28 @@ def _answering(frames: list[bytes]):
     return remote.Link(judge, "the subject")
 
 
+def _framed(header: bytes | dict, tail: bytes = b"") -> bytes:
+    """A message in the wire's framing (the header's length, the header, the buffers) around any header bytes."""
+    raw = json.dumps(header).encode() if isinstance(header, dict) else header
+    return struct.pack("<Q", len(raw)) + raw + tail
+
+
 @pytest.mark.parametrize(
     ("frame", "said"),
     [
-        (b"5", "a header that is int"),
-        (pickle.dumps(("result", "passed")), "not JSON"),
-        (b"{not json", "not JSON"),
-        (json.dumps({"op": "other", "nbuf": 0}).encode(), "answered 'other'"),
-        (json.dumps({"op": "read", "nbuf": -1}).encode(), "buffer count"),
-        (json.dumps({"op": "read", "nbuf": 0, "error": 5}).encode(), "malformed error"),
-        (json.dumps({"op": "read", "nbuf": 0, "changed": [1]}).encode(), "changed"),
+        (b"5", "does not start with a header's length"),
+        (pickle.dumps(("result", "passed")), "does not start with a header's length"),
+        (_framed(b"5"), "a header that is int"),
+        (_framed(pickle.dumps(("result", "passed"))), "not JSON"),
+        (_framed(b"{not json"), "not JSON"),
+        (_framed({"op": "other", "nbuf": 0}), "answered 'other'"),
+        (_framed({"op": "read", "nbuf": -1}), "buffer count"),
+        (_framed({"op": "read", "nbuf": 1, "sizes": ["4"]}, b"abcd"), "buffer sizes"),
+        (_framed({"op": "read", "nbuf": 1}, b"abcd"), "buffer sizes"),
+        (_framed({"op": "read", "nbuf": 1, "sizes": [4]}, b"abc"), "a frame of"),
+        (_framed({"op": "read", "nbuf": 1, "sizes": [4]}, b"abcde"), "a frame of"),
+        (_framed({"op": "read", "nbuf": 0, "error": 5}), "malformed error"),
+        (_framed({"op": "read", "nbuf": 0, "changed": [1]}), "changed"),
     ],
 )
 def test_a_malformed_answer_is_the_subject_s_crash_and_breaks_the_link(frame, said):
@@ -128,7 +140,7 @@ def test_the_subject_s_exception_and_state_changes_come_back_as_data():
         "changed": ["torch threads 1 → 4"],
         "error": {"type": "ValueError", "message": "no"},
     }
-    link = _answering([json.dumps(answer).encode()])
+    link = _answering([_framed(answer)])
     mark = state.reported()
     with pytest.raises(remote.RemoteError, match="no") as info:
         link.request("read", rids=[])
@@ -136,9 +148,17 @@ def test_the_subject_s_exception_and_state_changes_come_back_as_data():
     assert isinstance(remote.raised("NotImplementedError", "stub"), NotImplementedError)  # a stub still skips
 
 
-def test_a_frame_is_length_prefixed_json_then_raw_buffers():
+def test_a_frame_is_one_message_of_length_prefixed_json_then_raw_buffers():
     judge, subject = multiprocessing.Pipe()
     bufs: list = []
-    remote.send(judge, remote.pack({"op": "x", "t": torch.ones(2)}, bufs), bufs)
+    remote.send(judge, remote.pack({"op": "x", "t": torch.ones(2), "u": torch.zeros(1, dtype=torch.int64)}, bufs), bufs)
     raw = subject.recv_bytes()
-    assert json.loads(raw)["nbuf"] == 1 and subject.recv_bytes() == struct.pack("<2f", 1.0, 1.0)
+    (n,) = struct.unpack_from("<Q", raw)
+    header = json.loads(raw[8 : 8 + n])
+    assert header["nbuf"] == 2 and header["sizes"] == [8, 8] and len(raw) == 8 + n + 16
+    assert raw[8 + n :] == struct.pack("<2f", 1.0, 1.0) + struct.pack("<q", 0)
+    assert not subject.poll(0.1)  # nothing else was sent: one message per frame
+    judge2, subject2 = multiprocessing.Pipe()
+    subject2.send_bytes(raw)
+    got, got_bufs = remote.receive(judge2)
+    assert torch.equal(remote.unpack(got["t"], got_bufs), torch.ones(2)) and got["op"] == "x"

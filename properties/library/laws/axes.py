@@ -35,7 +35,6 @@ import copy
 import dataclasses
 import itertools
 import pickle
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -43,9 +42,7 @@ import numpy as np
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from torch.autograd.gradcheck import GradcheckError
 
-from properties.adapters.kit import DtypeNotSupported
 from properties.library import contexts, families, harness, regimes
 from properties.library import strategies as S
 from properties.library.assertions import (
@@ -55,10 +52,10 @@ from properties.library.assertions import (
     golden_agreement,
 )
 from properties.library.components import Case, Component
-from properties.library.context import NotApplicable, StubNotImplemented, describe, measure
+from properties.library.context import describe, measure
 from properties.library.table import law
 
-__all__ = ["AXES", "Axis", "gradgradcheck", "law_id", "not_applicable"]
+__all__ = ["AXES", "Axis", "law_id", "not_applicable"]
 
 DType = torch.dtype
 Data = st.DataObject
@@ -66,7 +63,6 @@ Data = st.DataObject
 # SDPA's fused CPU kernels, for one): a documented gap of torch, as loud as NotImplementedError — skipped with it.
 # (A subject's autograd Function whose backward is not differentiable — computed under no_grad, from detached
 # tensors, or marked @once_differentiable — fails the check itself: zero analytical second derivatives.)
-_NO_FORMULA = re.compile(r"derivative for aten::\w+ is not implemented")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -323,39 +319,6 @@ def _mixed(record: Component) -> Callable[..., Any]:
 
 
 # ---------------------------------------------------------------------------------------------- second order
-def gradgradcheck(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...], *, component: str, what: str) -> None:
-    """torch.autograd.gradgradcheck (fp64, finite differences of the first derivative); a mismatch — including a
-    first derivative that is not itself differentiable — is the implementation's failure (cause law)."""
-    __tracebackhide__ = True
-    try:
-        ok = torch.autograd.gradgradcheck(
-            fn,
-            inputs,
-            eps=harness.GRADCHECK_STEP,
-            atol=harness.GRADCHECK_ATOL,
-            rtol=1e-3,
-            fast_mode=True,
-            raise_exception=True,
-        )
-    except DtypeNotSupported as exc:
-        raise NotApplicable(f"dtype not supported: {component}: {exc}") from None
-    except NotImplementedError as exc:
-        raise StubNotImplemented(f"not implemented: {component} double backward: {exc}") from None
-    except GradcheckError as exc:
-        fail(f"{component}: fp64 gradgradcheck of {what} failed (second derivative ≠ finite differences of the "
-             f"first): {str(exc)[:800]}")  # fmt: skip
-    except AssertionError:
-        raise
-    except RuntimeError as exc:
-        if _NO_FORMULA.search(str(exc)):  # torch's own op has no double-backward formula: torch says so, loudly
-            raise NotApplicable(f"double backward not supported by torch: {component}: {exc}") from None
-        fail(f"{component}: double backward of {what} raised RuntimeError: {exc}", "crash")
-    except Exception as exc:
-        fail(f"{component}: double backward of {what} raised {type(exc).__name__}: {exc}", "crash")
-    if not ok:
-        fail(f"{component}: fp64 gradgradcheck of {what} failed")
-
-
 def _leaves(record: Component, case: Case, device: str) -> tuple[torch.Tensor, ...]:
     """The case's inputs, then its parameters in the record's order, on ``device``, requiring grad."""
     return (
@@ -390,7 +353,7 @@ def _second_order(record: Component) -> Callable[..., Any]:
         leaves = _leaves(record, case, device)
         for subset in _subsets(len(record.outputs)):
             what = f"({_named(record, subset)}) w.r.t. {', '.join(record.differentiable)}"
-            gradgradcheck(_outputs_in(record, module, subset), leaves, component=record.name, what=what)
+            harness.gradcheck(_outputs_in(record, module, subset), leaves, component=record.name, order=2, what=what)
 
     body.__doc__ = (
         f"In fp64 the second derivatives of {record.name} (the derivative of its backward: gradient penalties, "
