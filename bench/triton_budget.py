@@ -32,6 +32,15 @@ def run(spec: str, selection: session.Selection, workers: int, timeout: float) -
     return time.perf_counter() - start, {(r.law_id, r.dtype): r for r in out.results}
 
 
+def _family(component: str, name: str) -> str:
+    """A law's name without its component's prefix (add_rmsnorm_x and rmsnorm_x: one family x)."""
+    parts = name.split("_")
+    for k in range(1, len(parts)):
+        if "".join(parts[:k]) == component.lower():
+            return "_".join(parts[k:])
+    return name
+
+
 def _load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -63,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {key[0]}[{key[1]}]: {r.duration:.1f}  {ref:.1f}  {r.duration / max(ref, 1e-3):.0f}x  ({r.status})")
     families: dict[str, float] = collections.defaultdict(float)
     for (law, _), r in got.items():
-        families[law.split(".", 1)[-1].split("_", 1)[-1]] += r.duration
+        families[_family(*law.split(".", 1))] += r.duration
     print("\nlaw-seconds by law (all dtypes), the five largest:")
     for name, seconds in sorted(families.items(), key=lambda kv: -kv[1])[:5]:
         print(f"  {name}: {seconds:.0f} s")
