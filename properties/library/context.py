@@ -191,9 +191,9 @@ def open_context(ctx: LawContext) -> Iterator[LawContext]:
     component's declared arithmetic (``Conventions.arithmetic``, ``bounds.declared``) and carries its value without
     each declaration that departs in the run's dtype (``bounds.shadowed``: "headroom without" measurements)."""
     token = _CONTEXT.set(ctx)
-    c = ctx.conventions
-    without = {key: c.without(key, ctx.dtype).arithmetic() for key in c.departing(ctx.dtype)} if c else {}
     try:  # each bound also carries its value without each departing declaration: was it needed? (``shadowed``)
+        c = ctx.conventions  # (inside: a declaration that cannot be read leaves no run in progress behind)
+        without = {key: c.without(key, ctx.dtype).arithmetic() for key in c.departing(ctx.dtype)} if c else {}
         with bounds.declared(c.arithmetic() if c is not None else None), bounds.shadowed(without):
             yield ctx
     finally:
