@@ -101,22 +101,7 @@ def massive_logits(dtype: torch.dtype) -> S.BlockCase:
     k₃ = −L·√K/64) with rope_theta = 10⁶ (the pair (3, 7) barely rotates over T = 4), the pair (0, 4) reads the
     alternating half and rotates (±1.4: the logits differ); v reads both halves."""
     logit = MASSIVE_LOGIT if dtype != torch.float16 else 2e4
-    config = dataclasses.replace(S.fixed_config(H=2, G=1, K=8, F=16), rope_theta=1e6)
-    D, K = config.dim, config.head_dim
-    params = S.block_params(config, dtype, seed=47, gamma="ones")
-    wq, wk = torch.zeros(config.n_heads * K, D), torch.zeros(K, D)
-    half = D // 2
-    for h in range(config.n_heads):
-        wq[h * K + 3, :half] = 64.0 / half
-        wq[h * K + 0, half:] = 2.0 / half
-    wk[3, :half] = -logit * math.sqrt(K) / 64.0 / half
-    wk[0, half:] = 2.0 / half
-    params = {**params, "attn.wq.weight": wq.to(dtype), "attn.wk.weight": wk.to(dtype)}
-    T = 4
-    x = torch.ones(2, T, D, dtype=torch.float64)
-    x[:, 1::2, half:] = -1.0
-    x[1] = x[1].flip(0)
-    return S.BlockCase(config, x.to(dtype), params, 1.0, logit)
+    return S.logit_block(dtype, k3=-logit * math.sqrt(8) / 64.0, seed=47, logit=logit)  # K = 8: q₃k₃/√K = −logit
 
 
 MAGNITUDE_PINS = {"logits ≈ −10⁵": S.Pin("every attention logit ≈ −10⁵ (no QK-norm)", massive_logits)}

@@ -85,6 +85,7 @@ from properties.library.strategies.pins import (
     WIDTH_PINS,
     WIDTH_ROW_PINS,
     Pin,
+    logit_block,
     long_block_case,
     pinned,
 )
@@ -215,6 +216,7 @@ __all__ = [
     "fresh_params",
     "gammas",
     "linear_weight",
+    "logit_block",
     "long_block_case",
     "long_positions",
     "one_token",

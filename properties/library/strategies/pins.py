@@ -5,6 +5,7 @@ GQA, extreme attention logits, the 16-bit backward at T = 513, the call-protocol
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -336,32 +337,34 @@ EXTREME_LOGIT = 4096.0  # |q·k/√K|: exp overflows fp32 past 88.7, so a softma
 # returns inf/inf = NaN (all positive) or 0/0 = NaN (all negative); the golden softmax is exact at any scale
 
 
+def logit_block(dtype: torch.dtype, *, k3: float, seed: int, logit: float) -> BlockCase:
+    """A Block whose attention logits are all ≈ the same huge value (they differ by < 2: the softmax is far from
+    one-hot and far from exactly uniform). x_t = [1 … 1, ±1 … ±1] (the sign alternating with t; every row of RMS 1,
+    γ = 1), so q and k read only the first half, constant in t; with rope_theta = 10⁶ the pair (3, 7) of K = 8
+    barely rotates (≤ 10⁻⁴ rad over T = 4): q₃ = 64 and ``k3`` (the weight per input channel times D/2) give the
+    score's bulk q₃k₃/√K; the pair (0, 4), which rotates by one radian per position, reads the alternating half:
+    ±1.4, so the scores differ. v reads both halves. ``logit``, the logits' magnitude, is the case's ``logit_scale``."""
+    config = dataclasses.replace(fixed_config(H=2, G=1, K=8, F=16), rope_theta=1e6)
+    D, K = config.dim, config.head_dim
+    params = block_params(config, dtype, seed=seed, gamma="ones")
+    wq, wk = torch.zeros(config.n_heads * K, D), torch.zeros(K, D)
+    half = D // 2
+    for h in range(config.n_heads):
+        wq[h * K + 3, :half] = 64.0 / half  # q₃ = 64
+        wq[h * K + 0, half:] = 2.0 / half  # q₀ = ±2, alternating with t
+    wk[3, :half] = k3 / half
+    wk[0, half:] = 2.0 / half
+    params = {**params, "attn.wq.weight": wq.to(dtype), "attn.wk.weight": wk.to(dtype)}
+    T = 4
+    x = torch.ones(2, T, D, dtype=torch.float64)
+    x[:, 1::2, half:] = -1.0
+    x[1] = x[1].flip(0)
+    return BlockCase(config, x.to(dtype), params, 1.0, logit)
+
+
 def _extreme_logits(sign: float) -> Callable[[torch.dtype], BlockCase]:
-    """All attention logits ≈ sign·4096, nearly equal (they differ by < 2: the softmax is far from one-hot and far
-    from exactly uniform). x_t = [1 … 1, ±1 … ±1] (the sign alternating with t; every row of RMS 1, γ = 1), so
-    q and k read only the first half, constant in t; with rope_theta = 10⁶ the pair (3, 7) of K = 8 barely
-    rotates (≤ 10⁻⁴ rad over T = 4): its q₃k₃/√K = ±4096 is the score's bulk; the pair (0, 4), which rotates by
-    one radian per position, reads the alternating half: ±1.4, so the scores differ. v reads both halves."""
-
-    def build(dtype: torch.dtype) -> BlockCase:
-        config = dataclasses.replace(fixed_config(H=2, G=1, K=8, F=16), rope_theta=1e6)
-        D, K = config.dim, config.head_dim
-        params = block_params(config, dtype, seed=41, gamma="ones")
-        wq, wk = torch.zeros(config.n_heads * K, D), torch.zeros(K, D)
-        half = D // 2
-        for h in range(config.n_heads):
-            wq[h * K + 3, :half] = 64.0 / half  # q₃ = 64
-            wq[h * K + 0, half:] = 2.0 / half  # q₀ = ±2, alternating with t
-        wk[3, :half] = sign * 181.0 / half  # k₃ = ±181: q₃k₃/√8 = ±4096.3
-        wk[0, half:] = 2.0 / half
-        params = {**params, "attn.wq.weight": wq.to(dtype), "attn.wk.weight": wk.to(dtype)}
-        T = 4
-        x = torch.ones(2, T, D, dtype=torch.float64)
-        x[:, 1::2, half:] = -1.0
-        x[1] = x[1].flip(0)
-        return BlockCase(config, x.to(dtype), params, 1.0, EXTREME_LOGIT)
-
-    return build
+    """All attention logits ≈ sign·4096: k₃ = ±181, q₃k₃/√8 = ±4096.3 (:func:`logit_block`)."""
+    return functools.partial(logit_block, k3=sign * 181.0, seed=41, logit=EXTREME_LOGIT)
 
 
 LOGIT_PINS = {
