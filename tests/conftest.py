@@ -5,7 +5,11 @@ use small tensors: threads only add contention on a loaded 2-core machine), TF32
 
 from __future__ import annotations
 
+import functools
 import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import torch
@@ -33,3 +37,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def corpus_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A copy of the packaged golden corpus, which the stored-golden laws read instead of the packaged one (a test
+    may damage it)."""
+    from golden import corpus
+    from properties.library.laws import stored
+
+    copy = tmp_path / "data"
+    shutil.copytree(corpus.DATA_DIR, copy)
+    monkeypatch.setattr(corpus, "cases", functools.partial(corpus.cases, data_dir=copy))
+    stored._cases.cache_clear()
+    yield copy
+    stored._cases.cache_clear()

@@ -399,22 +399,6 @@ TAMPERS: dict[str, tuple[str, Callable[[dict[str, Any]], Any], str, str, str | N
 }  # fmt: skip
 
 
-@pytest.fixture
-def copied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A copy of the packaged corpus, which the stored-golden laws read instead of the packaged one."""
-    import functools
-    import shutil
-
-    from properties.library.laws import stored
-
-    copy = tmp_path / "data"
-    shutil.copytree(corpus.DATA_DIR, copy)
-    monkeypatch.setattr(corpus, "cases", functools.partial(corpus.cases, data_dir=copy))
-    stored._cases.cache_clear()
-    yield copy
-    stored._cases.cache_clear()
-
-
 def _tamper(copy: Path, problem: str) -> None:
     """Apply a tampering and re-sign the manifest: the copy vouches for itself again."""
     family, edit, *_ = TAMPERS[problem]
@@ -435,20 +419,22 @@ def _law_verdict(problem: str) -> Any:
     return run_law(LAWS[law_id], load("nanolm_core"), dtype=dtype, profile="ci")
 
 
-def test_the_copy_of_the_packaged_corpus_is_the_pinned_one(copied: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert corpus.file_sha256(copied / corpus.MANIFEST) == corpus.MANIFEST_SHA256
-    assert main(["golden", "verify", "--data", str(copied), "--sample", "0"]) == 0
+def test_the_copy_of_the_packaged_corpus_is_the_pinned_one(
+    corpus_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert corpus.file_sha256(corpus_copy / corpus.MANIFEST) == corpus.MANIFEST_SHA256
+    assert main(["golden", "verify", "--data", str(corpus_copy), "--sample", "0"]) == 0
     assert _law_verdict("case list cut from 10 to 3").status == "passed"
 
 
 @pytest.mark.parametrize("problem", list(TAMPERS))
 def test_a_swapped_corpus_is_refused_by_the_pin_as_the_suite_s_error(
-    problem: str, copied: Path, capsys: pytest.CaptureFixture[str]
+    problem: str, corpus_copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Re-hashed so that its own manifest vouches for it: golden verify refuses it (exit 1), and a law reading it
     is an error of the suite's data — never a failure of the (correct) reference, never a pass on fewer cases."""
-    _tamper(copied, problem)
-    assert main(["golden", "verify", "--data", str(copied), "--sample", "0"]) == 1
+    _tamper(corpus_copy, problem)
+    assert main(["golden", "verify", "--data", str(corpus_copy), "--sample", "0"]) == 1
     err = capsys.readouterr().err
     assert "REFUSED" in err and "is not the corpus this version pins" in err and err.count("\n") == 1, err
     result = _law_verdict(problem)
@@ -458,14 +444,14 @@ def test_a_swapped_corpus_is_refused_by_the_pin_as_the_suite_s_error(
 
 @pytest.mark.parametrize("problem", [p for p, t in TAMPERS.items() if t[4]])
 def test_a_re_pinned_swap_is_still_refused_by_the_recipe(
-    problem: str, copied: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    problem: str, corpus_copy: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The pin updated with the swap (a careless review): every case, dtype and shape of generate.py's recipe and
     finite goldens are still required — by golden verify and by the law, as the suite's error."""
-    _tamper(copied, problem)
-    monkeypatch.setattr(corpus, "MANIFEST_SHA256", corpus.file_sha256(copied / corpus.MANIFEST))
+    _tamper(corpus_copy, problem)
+    monkeypatch.setattr(corpus, "MANIFEST_SHA256", corpus.file_sha256(corpus_copy / corpus.MANIFEST))
     said = TAMPERS[problem][4]
-    assert main(["golden", "verify", "--data", str(copied), "--sample", "0"]) == 1
+    assert main(["golden", "verify", "--data", str(corpus_copy), "--sample", "0"]) == 1
     err = capsys.readouterr().err
     assert "REFUSED" in err and said in err and err.count("\n") == 1, err
     result = _law_verdict(problem)
@@ -473,12 +459,12 @@ def test_a_re_pinned_swap_is_still_refused_by_the_recipe(
 
 
 def test_a_re_pinned_changed_golden_fails_golden_verify(
-    copied: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    corpus_copy: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A finite, re-hashed, re-pinned golden change of a cheap case: golden verify recomputes it and fails."""
-    _tamper(copied, "golden changed, re-hashed")
-    monkeypatch.setattr(corpus, "MANIFEST_SHA256", corpus.file_sha256(copied / corpus.MANIFEST))
-    assert main(["golden", "verify", "--data", str(copied)]) == 1
+    _tamper(corpus_copy, "golden changed, re-hashed")
+    monkeypatch.setattr(corpus, "MANIFEST_SHA256", corpus.file_sha256(corpus_copy / corpus.MANIFEST))
+    assert main(["golden", "verify", "--data", str(corpus_copy)]) == 1
     assert "D1-eps-dominated-bfloat16" in capsys.readouterr().err
 
 

@@ -3,38 +3,25 @@ naming the file (an error of the suite's data, exit 1 from check), never a trace
 
 from __future__ import annotations
 
-import functools
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from golden import corpus
 from properties.commands.check import exit_status
-from properties.library.laws import LAWS, stored
+from properties.library.laws import LAWS
 from properties.running.loading import load
 from properties.running.runner import run_law
 
 LAW = "RMSNorm.rmsnorm_matches_stored_golden"
 
 
-@pytest.fixture
-def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A copy of the stored corpus that the laws read instead of the shipped one."""
-    copy = tmp_path / "data"
-    shutil.copytree(corpus.DATA_DIR, copy)
-    monkeypatch.setattr(corpus, "cases", functools.partial(corpus.cases, data_dir=copy))
-    stored._cases.cache_clear()
-    yield copy
-    stored._cases.cache_clear()
-
-
 def _run() -> object:
     return run_law(LAWS[LAW], load("nanolm_core"), dtype="fp32", profile="ci")
 
 
-def test_the_intact_copy_serves_a_verdict(data):
+def test_the_intact_copy_serves_a_verdict(corpus_copy):
     result = _run()
     assert result.status == "passed" and result.examples >= 1, result.message
 
@@ -50,8 +37,8 @@ def test_the_intact_copy_serves_a_verdict(data):
     ],
     ids=["manifest-not-json", "manifest-missing", "family-not-listed", "file-tampered", "file-truncated"],
 )
-def test_a_damaged_corpus_is_a_one_line_suite_error_naming_the_file(data, damage, fragment):
-    damage(data)
+def test_a_damaged_corpus_is_a_one_line_suite_error_naming_the_file(corpus_copy, damage, fragment):
+    damage(corpus_copy)
     result = _run()
     assert result.status == "error", result.message
     assert result.message.startswith("stored golden corpus unusable: ") and fragment in result.message
