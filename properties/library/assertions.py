@@ -188,6 +188,18 @@ def assert_matches_golden(actual: torch.Tensor, golden: Any, bound: Bound, *, wh
     return _judge(a, hi + lo, err_ulp, diff, ok, bound, dtype, what, "golden", record=record)
 
 
+def assert_output_matches(actual: torch.Tensor, golden: Any, bound: Bound, *, what: str, record: bool = True):
+    """An output against its golden value: bitwise the correctly rounded golden value where the bound is ½ ULP
+    (one rounding: AddRMSNorm's h = x + r — a ½-ULP bound would pass either neighbour of a tie, and put the
+    headroom of every exact tie at 1), else :func:`assert_matches_golden`."""
+    __tracebackhide__ = True
+    if bound.max_ulps <= 0.5:
+        why = "the exact value correctly rounded (one rounding)"
+        assert_bitwise_equal(actual, golden.rounded(actual.dtype), what=what, why=why)
+        return None
+    return assert_matches_golden(actual, golden, bound, what=what, record=record)
+
+
 def golden_agreement(actual: Any, golden: Any, bound: Bound, dtype: torch.dtype) -> np.ndarray:
     """Elementwise, without recording or failing: does ``actual`` (values of ``dtype``) meet the golden value within
     ``bound`` as :func:`assert_matches_golden` judges it (an infinite bound: not judged, so agreeing)."""

@@ -101,6 +101,11 @@ class Component:
     # input dtype names it runs in, "cost": its cost}, where a family is too costly for this component otherwise
     causal: bool = False  # row t of a sequence depends on the rows ≤ t of that sequence (attention); False: every
     # output row on its own input row only (the diagnosis re-evaluates a prefix of tokens, or a few rows)
+    paths: Callable[[], Mapping[str, Callable[[Any], Any]]] | None = None  # its code-path sizes: name -> (dtype)
+    # -> ``strategies.PathCase`` (laws/paths.py: row counts and widths where kernels switch path); None: none
+    corpus: str = ""  # the stored golden corpus's family of its cases (golden/data/<corpus>.json); empty: none
+    stored: Callable[[Any], tuple[tuple[Any, ...], dict[str, Any], dict[str, Any]]] | None = None  # a stored case
+    # (``golden.corpus.Case``; its golden value is the first output's) -> (inputs, params, options) for ``case``
     batch_invariant_on_cpu: str = ""  # why the reference's rows never depend on the batch on the CPU: the
     # batch-invariance laws then require it, bitwise, unless declared; empty: they measure and report it (a CPU
     # GEMM picks its kernel by the number of rows: ``nn.Linear`` is not batch-invariant)
@@ -195,12 +200,15 @@ class Component:
             return None
         return self.golden_vjp_of(case, self._cotangents(case, cotangents))
 
-    def vjp(self, case: Case, cotangents: tuple[Any, ...], dtype: Any) -> dict[str, tuple[Any, Any]] | None:
+    def vjp(
+        self, case: Case, cotangents: tuple[Any, ...], dtype: Any, **opts: Any
+    ) -> dict[str, tuple[Any, Any]] | None:
         """{input or param name: (expected, Bound)} of the gradients in ``dtype``: the golden VJP and its derived
-        bound, or (Block) the fp64 derivative of the reference and the same-dtype baselines' bound."""
+        bound, or (Block) the fp64 derivative of the reference and the same-dtype baselines' bound; ``opts``:
+        ``drawn`` (the probabilistic tier where the bound has one)."""
         if self.vjp_of is None:
             return None
-        return self.vjp_of(case, self._cotangents(case, cotangents), dtype)
+        return self.vjp_of(case, self._cotangents(case, cotangents), dtype, **opts)
 
     @property
     def differentiable(self) -> tuple[str, ...]:
@@ -341,11 +349,14 @@ def _rmsnorm_golden_vjp(case: Case, cotangents: tuple[Any, ...]) -> dict[str, An
     return {"x": dx, "weight": dw}
 
 
-def _rmsnorm_vjp(case: Case, cotangents: tuple[Any, ...], dtype: Any) -> dict[str, tuple[Any, Any]]:
+def _rmsnorm_vjp(
+    case: Case, cotangents: tuple[Any, ...], dtype: Any, *, drawn: bool = False
+) -> dict[str, tuple[Any, Any]]:
     from properties.numerics import bounds
 
     gold = _rmsnorm_golden_vjp(case, cotangents)
-    bx, bw = bounds.rmsnorm_vjp(case.inputs[0], case.params["weight"], _eps(case), cotangents[0], dtype)
+    x, w, g = case.inputs[0], case.params["weight"], cotangents[0]
+    bx, bw = bounds.rmsnorm_vjp(x, w, _eps(case), g, dtype, drawn=drawn)
     return {"x": (gold["x"], bx), "weight": (gold["weight"], bw)}
 
 
@@ -370,9 +381,12 @@ register(
         gains=("weight",),
         from_terms=lambda t: ({"weight": t["weight"]}, {"eps": t["eps"]}),
         of_native=_rmsnorm_of,
-        pinned=lambda dtype: _strategies().PROTOCOL_PINS["RMSNorm"].build(dtype),
+        pinned=lambda dtype: _strategies().RMSNORM_PROTOCOL_PIN.build(dtype),
         other_options=_other_eps,
         wide=lambda dtype: _strategies().RMSNORM_PINS["wide rows, D=512"].build(dtype),
+        paths=lambda: _strategies().RMSNORM_PATHS,
+        corpus="rmsnorm",
+        stored=lambda c: ((c.tensor("x"),), {"weight": c.tensor("weight")}, {"eps": c.params["eps"]}),
         batch_invariant_on_cpu="a row's RMSNorm is its own reduction on the CPU (torch's F.rms_norm is "
         "batch-invariant)",
         not_applicable={
@@ -384,7 +398,8 @@ register(
 
 
 # ---------------------------------------------------------------------------------------------- SwiGLU
-_SWIGLU_PARAMS = ("w_gate.weight", "w_up.weight", "w_down.weight")
+_FFN = ("w_gate", "w_up", "w_down")
+_SWIGLU_PARAMS = tuple(f"{n}.weight" for n in _FFN)
 
 
 def _swiglu_of(c: Any) -> Case:
@@ -423,7 +438,7 @@ def _swiglu_golden_vjp(case: Case, cotangents: tuple[Any, ...]) -> dict[str, Any
     return dict(zip(("x", *_SWIGLU_PARAMS), grads, strict=True))
 
 
-def _swiglu_vjp(case: Case, cotangents: tuple[Any, ...], dtype: Any) -> dict[str, tuple[Any, Any]]:
+def _swiglu_vjp(case: Case, cotangents: tuple[Any, ...], dtype: Any, **_: Any) -> dict[str, tuple[Any, Any]]:
     from properties.numerics import bounds
 
     gold = _swiglu_golden_vjp(case, cotangents)
@@ -452,12 +467,15 @@ register(
         bounds_of=_swiglu_bounds,
         vjp_of=_swiglu_vjp,
         golden_vjp_of=_swiglu_golden_vjp,
-        terms=("x", "w_gate", "w_up", "w_down"),
-        from_terms=lambda t: ({f"{n}.weight": t[n] for n in ("w_gate", "w_up", "w_down")}, {}),
-        grad_names={f"{n}.weight": n for n in ("w_gate", "w_up", "w_down")},
+        terms=("x", *_FFN),
+        from_terms=lambda t: ({f"{n}.weight": t[n] for n in _FFN}, {}),
+        grad_names={f"{n}.weight": n for n in _FFN},
         slug="swiglu",
         of_native=_swiglu_of,
-        pinned=lambda dtype: _strategies().PROTOCOL_PINS["SwiGLU"].build(dtype),
+        pinned=lambda dtype: _strategies().SWIGLU_PROTOCOL_PIN.build(dtype),
+        paths=lambda: _strategies().SWIGLU_PATHS,
+        corpus="swiglu",
+        stored=lambda c: ((c.tensor("x"),), {f"{n}.weight": c.tensor(n) for n in _FFN}, {}),
         cheap={"max_dim": 128},
         not_applicable={
             "budget": _NO_CONFIG + " (its three matrices of the FFN width: swiglu_has_three_matrices_of_ffn_dim)",
@@ -515,14 +533,23 @@ def _block_golden(case: Case, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _block_bounds(
-    case: Case, inputs: tuple[Any, ...], dtype: Any, *, random_weights: bool = False, drawn: bool = False, **_: Any
+    case: Case,
+    inputs: tuple[Any, ...],
+    dtype: Any,
+    *,
+    random_weights: bool = False,
+    drawn: bool = False,
+    tokens: Any = None,
+    **_: Any,
 ):
+    """``tokens``: the positions judged (a long sequence's sample; None: every one)."""
     from properties.numerics import bounds
 
-    return (bounds.block(inputs[0], case.params, _config(case), dtype, random_weights=random_weights, drawn=drawn),)
+    x, config = inputs[0], _config(case)
+    return (bounds.block(x, case.params, config, dtype, random_weights=random_weights, drawn=drawn, tokens=tokens),)
 
 
-def _block_vjp(case: Case, cotangents: tuple[Any, ...], dtype: Any) -> dict[str, tuple[Any, Any]]:
+def _block_vjp(case: Case, cotangents: tuple[Any, ...], dtype: Any, **_: Any) -> dict[str, tuple[Any, Any]]:
     """The Block laws' oracle: the fp64 derivative of the reference, within twice the largest error of the
     reference computed in ``dtype`` in several ways (``baselines``) plus a few roundings (``bounds.block_vjp``)."""
     import torch
@@ -550,9 +577,20 @@ def _other_rope(case: Case) -> Case:
 
 
 def _block_build(impl: Any, case: Case, params: dict[str, Any], dtype: Any, device: str) -> Any:
-    from properties.library import harness
+    """Block(config) with ``params`` loaded (``harness.build``), seen through ``rope_layout.RopeLayout`` when the
+    implementation declares ``rope_layout: "interleaved"``: the laws judge the contract's rotate-half function."""
+    from properties.library import context, harness
 
-    return harness.build_block(impl, _config(case), params, dtype, device)
+    wrap = None
+    if impl.conventions[case.component].rope_layout == "interleaved":
+        from properties.library.rope_layout import RopeLayout
+
+        def wrap(module: Any) -> Any:
+            seen = RopeLayout(module, _config(case))
+            context.record_build(seen, case.component, case.args, case.kwargs)
+            return seen
+
+    return harness.build(impl, case.component, case.args, case.kwargs, params, dtype, device, wrap=wrap)
 
 
 def _block_terms(t: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -584,7 +622,10 @@ register(
         gains=("attn_norm.weight", "ffn_norm.weight"),
         from_terms=_block_terms,
         of_native=_block_of,
-        pinned=lambda dtype: _strategies().PROTOCOL_PINS["Block"].build(dtype),
+        pinned=lambda dtype: _strategies().BLOCK_PROTOCOL_PIN.build(dtype),
+        paths=lambda: _strategies().BLOCK_PATHS,
+        corpus="block",
+        stored=lambda c: ((c.tensor("x"),), {k: c.tensor(k) for k in _BLOCK_PARAMS}, {"config": c.config}),
         other_options=_other_rope,
         limits={"lifecycle": {"dtypes": ("fp32",), "cost": 8}},  # a dozen golden Blocks per example: 25 s in ci
         cheap={"max_dim": 32, "max_tokens": 4},
@@ -624,7 +665,7 @@ def _add_golden_vjp(case: Case, cotangents: tuple[Any, ...]) -> dict[str, Any]:
     return {"x": d, "residual": d, "weight": dw}  # x and the residual receive one gradient
 
 
-def _add_vjp(case: Case, cotangents: tuple[Any, ...], dtype: Any) -> dict[str, tuple[Any, Any]]:
+def _add_vjp(case: Case, cotangents: tuple[Any, ...], dtype: Any, **_: Any) -> dict[str, tuple[Any, Any]]:
     from properties.numerics import bounds
 
     gold = _add_golden_vjp(case, cotangents)
@@ -657,6 +698,13 @@ register(
         pinned=lambda dtype: _strategies().ADD_RMSNORM_PINS["every protocol"].build(dtype),
         other_options=_other_eps,
         wide=lambda dtype: _strategies().ADD_RMSNORM_PINS["wide rows, D=1024"].build(dtype),
+        paths=lambda: _strategies().ADD_RMSNORM_PATHS,
+        corpus="add_rmsnorm",
+        stored=lambda c: (
+            (c.tensor("x"), c.tensor("residual")),
+            {"weight": c.tensor("weight")},
+            {"eps": c.params["eps"]},
+        ),
         not_applicable={
             "budget": _NO_CONFIG,
             "sequence": _NO_SEQUENCE,

@@ -267,7 +267,7 @@ def _rope_layout(v: _View, seen: _Seen) -> Finding | None:
     cfg, declared = v.config, seen.conventions.rope_layout or "rotate-half"
     heads = {"attn.wq.weight": cfg.n_heads, "attn.wk.weight": cfg.n_kv_heads}
     # a Block of the other layout, handed rows of the declared one, computes the contract's function of the rows
-    # permuted once more towards the declared layout (kit.permute_rope; harness.RopeLayout does it once)
+    # permuted once more towards the declared layout (kit.permute_rope; rope_layout.RopeLayout does it once)
     back = {k: permute_rope(v.state[k], n, to=declared) for k, n in heads.items()}
     if _explains(v, state={**v.state, **back}):
         if declared == "rotate-half":

@@ -18,29 +18,19 @@ from hypothesis import event
 from torch import nn
 from torch.autograd.gradcheck import GradcheckError
 
-from properties.adapters.kit import DtypeNotSupported, permute_rope
+from properties.adapters.kit import DtypeNotSupported
 from properties.library import context, contexts, protocols, remote, state
-from properties.library.assertions import assert_output_contract, fail
+from properties.library.assertions import fail
 from properties.library.context import NotApplicable, StubNotImplemented
 
 __all__ = [
     "Ops",
-    "RopeLayout",
-    "add_rmsnorm_forward",
     "backward",
-    "block_forward",
     "build",
-    "build_add_rmsnorm",
-    "build_block",
-    "build_rmsnorm",
-    "build_swiglu",
     "call",
-    "call_pair",
     "gradcheck",
     "note",
     "reload",
-    "rmsnorm_forward",
-    "swiglu_forward",
     "update_in_place",
 ]
 
@@ -128,64 +118,6 @@ def build(
     module = s.protocol.build(s, spec)
     s.register(module, spec)
     return module
-
-
-def build_rmsnorm(impl: Implementation, weight: torch.Tensor, eps: float, dtype: torch.dtype, device: str) -> nn.Module:
-    """RMSNorm(D, eps=eps) with ``weight`` loaded."""
-    return build(impl, "RMSNorm", (weight.shape[-1],), {"eps": eps}, {"weight": weight}, dtype, device)
-
-
-def build_swiglu(impl: Implementation, params: dict[str, torch.Tensor], dtype: torch.dtype, device: str) -> nn.Module:
-    """SwiGLU(D, F) with w_gate / w_up / w_down loaded (``params`` keyed "w_gate.weight", …)."""
-    F, D = params["w_gate.weight"].shape
-    return build(impl, "SwiGLU", (D, F), {}, params, dtype, device)
-
-
-def build_block(
-    impl: Implementation, config: Any, params: dict[str, torch.Tensor], dtype: torch.dtype, device: str
-) -> nn.Module:
-    """Block(config) with the contract's state_dict loaded (seen through :class:`RopeLayout` when the Block
-    declares ``rope_layout: "interleaved"``)."""
-    if impl.conventions["Block"].rope_layout != "interleaved":
-        return build(impl, "Block", (config,), {}, params, dtype, device)
-
-    def wrap(module: nn.Module) -> nn.Module:
-        seen = RopeLayout(module, config)
-        context.record_build(seen, "Block", (config,), {})
-        return seen
-
-    return build(impl, "Block", (config,), {}, params, dtype, device, wrap=wrap)
-
-
-class RopeLayout(nn.Module):
-    """A Block that declares the interleaved RoPE layout, as the contract sees it: the same submodules and
-    parameters under the same names (the contract's rotate-half rows, as loaded), and a forward that hands the
-    Block W_q and W_k with each head's rows permuted to the interleaved layout (``kit.permute_rope``, through
-    ``torch.func.functional_call``: differentiable, nothing is modified). q·kᵀ is invariant under one
-    permutation of q's and k's features, so a correct interleaved Block computes the contract's function."""
-
-    def __init__(self, block: nn.Module, config: Any) -> None:
-        super().__init__()
-        object.__setattr__(self, "_block", block)  # not a child: the parameter names stay the contract's
-        self._modules, self._parameters, self._buffers = block._modules, block._parameters, block._buffers
-        self.heads = {"attn.wq.weight": config.n_heads, "attn.wk.weight": config.n_kv_heads}
-        self.training = block.training
-
-    def to(self, *args: Any, **kwargs: Any) -> RopeLayout:  # moving, switching the view is the Block's step
-        self._block.to(*args, **kwargs)
-        return self
-
-    def train(self, mode: bool = True) -> RopeLayout:
-        self._block.train(mode)
-        self.training = mode
-        return self
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        rows = {}
-        for name, n in self.heads.items():  # by attribute: under functional_call a weight is a plain tensor
-            owner, attr = name.rsplit(".", 1)
-            rows[name] = permute_rope(getattr(self.get_submodule(owner), attr), n)
-        return torch.func.functional_call(self._block, rows, (x,))
 
 
 def reload(module: nn.Module, state: dict[str, torch.Tensor], dtype: torch.dtype, device: str, component: str) -> None:
@@ -326,61 +258,6 @@ def note(case: Any) -> None:
             event(f"{key}: {info[key]}")
 
 
-def _checked(y: torch.Tensor, x: torch.Tensor, dtype: torch.dtype, device: str, component: str, cause: str):
-    __tracebackhide__ = True
-    what = f"{component} output"
-    assert_output_contract(y, shape=tuple(x.shape), dtype=dtype, device=device, what=what, cause=cause)
-    return y
-
-
-def rmsnorm_forward(
-    impl: Implementation,
-    x: torch.Tensor,
-    weight: torch.Tensor,
-    eps: float,
-    dtype: torch.dtype,
-    device: str,
-    *,
-    output_cause: str = "contract",
-) -> torch.Tensor:
-    """y = impl.RMSNorm(D, eps)(x) with ``weight`` loaded; y must keep x's shape, dtype and device (a contract
-    failure, or ``output_cause`` for the law about exactly that)."""
-    __tracebackhide__ = True
-    y = call(build_rmsnorm(impl, weight, eps, dtype, device), x.to(device), component="RMSNorm")
-    return _checked(y, x, dtype, device, "RMSNorm", output_cause)
-
-
-def swiglu_forward(
-    impl: Implementation,
-    x: torch.Tensor,
-    params: dict[str, torch.Tensor],
-    dtype: torch.dtype,
-    device: str,
-    *,
-    output_cause: str = "contract",
-) -> torch.Tensor:
-    """y = impl.SwiGLU(D, F)(x) with ``params`` loaded; y must keep x's shape, dtype and device."""
-    __tracebackhide__ = True
-    y = call(build_swiglu(impl, params, dtype, device), x.to(device), component="SwiGLU")
-    return _checked(y, x, dtype, device, "SwiGLU", output_cause)
-
-
-def block_forward(
-    impl: Implementation,
-    x: torch.Tensor,
-    config: Any,
-    params: dict[str, torch.Tensor],
-    dtype: torch.dtype,
-    device: str,
-    *,
-    output_cause: str = "contract",
-) -> torch.Tensor:
-    """y = impl.Block(config)(x) with ``params`` loaded; y must keep x's shape, dtype and device."""
-    __tracebackhide__ = True
-    y = call(build_block(impl, config, params, dtype, device), x.to(device), component="Block")
-    return _checked(y, x, dtype, device, "Block", output_cause)
-
-
 # What each order of check is called, what a mismatch means, and which pass a stub leaves unwritten / raised.
 _ORDERS = {
     1: ("gradcheck", "analytical ≠ numerical Jacobian", "backward", "forward or backward"),
@@ -425,44 +302,3 @@ def gradcheck(
         fail(f"{component}: {raised}{of} raised {type(exc).__name__}: {exc}", "crash")
     if not ok:
         fail(f"{component}: fp64 {name}{of} failed")
-
-
-# ------------------------------------------------------------------------ AddRMSNorm: two inputs, two outputs
-def build_add_rmsnorm(impl: Implementation, weight: torch.Tensor, eps: float, dtype: torch.dtype, device: str):
-    """AddRMSNorm(D, eps=eps) with ``weight`` loaded."""
-    return build(impl, "AddRMSNorm", (weight.shape[-1],), {"eps": eps}, {"weight": weight}, dtype, device)
-
-
-def call_pair(
-    module: nn.Module, x: torch.Tensor, residual: torch.Tensor, *, component: str = "AddRMSNorm", grad: bool = False
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(y, h) = module(x, residual) through :func:`call` (under the law's call protocol, if any); a result that is
-    not a pair of tensors is a contract failure."""
-    __tracebackhide__ = True
-    out = call(module, x, residual, component=component, grad=grad)
-    if not (isinstance(out, (tuple, list)) and len(out) == 2 and all(isinstance(t, torch.Tensor) for t in out)):
-        got = type(out).__name__ if not isinstance(out, (tuple, list)) else f"{len(out)} values"
-        fail(f"{component}.forward returned {got}, not the pair of tensors (y, h)", "contract")
-    return out[0], out[1]
-
-
-def add_rmsnorm_forward(
-    impl: Implementation,
-    x: torch.Tensor,
-    residual: torch.Tensor,
-    weight: torch.Tensor,
-    eps: float,
-    dtype: torch.dtype,
-    device: str,
-    *,
-    output_cause: str = "contract",
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(y, h) = impl.AddRMSNorm(D, eps)(x, residual) with ``weight`` loaded; y and h must keep x's shape, dtype and
-    device (a contract failure, or ``output_cause`` for the law about exactly that)."""
-    __tracebackhide__ = True
-    module = build_add_rmsnorm(impl, weight, eps, dtype, device)
-    y, h = call_pair(module, x.to(device), residual.to(device))
-    for name, out in (("y", y), ("h", h)):
-        what = f"AddRMSNorm output {name}"
-        assert_output_contract(out, shape=tuple(x.shape), dtype=dtype, device=device, what=what, cause=output_cause)
-    return y, h

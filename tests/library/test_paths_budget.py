@@ -13,7 +13,7 @@ import types
 import pytest
 import torch
 
-from properties.library import strategies as S
+from properties.library import components
 from properties.library.context import LawContext, open_context
 from properties.library.laws import paths
 from properties.running import profiles
@@ -38,8 +38,10 @@ def test_no_estimate_without_a_case_of_a_sixty_fourth_of_the_rows():
 def test_every_large_case_has_a_case_to_be_estimated_from():
     """The data the estimate needs: past the small cases, each case of a component has one of ≥ 1/RAMP of its rows
     before it — so no size is run blind under a budget (AddRMSNorm's 4,099 rows sit between 5 and 2^16 + 1)."""
-    for component, builds in S.PATHS.items():
-        rows = sorted(paths._n_rows(b(torch.float32)) for b in builds.values())
+    for rec in components.RECORDS.values():
+        if rec.paths is None:
+            continue
+        component, rows = rec.name, sorted(paths._n_rows(b(torch.float32)) for b in rec.paths().values())
         for before, n in itertools.pairwise(rows):
             assert n <= 4099 or before * paths.RAMP >= n, (component, before, n)
 
@@ -52,7 +54,7 @@ def _run_cases(monkeypatch, component: str, budget: float | None, seconds) -> tu
     ctx = LawContext("law", component, torch.float32, "cpu", "ci", False, 0, "reproduce", case_budget=budget)
     judged = []
     with open_context(ctx):
-        for case in paths._cases(component, torch.float32):
+        for case in paths._cases(components.record(component), torch.float32):
             judged.append(case.name)
             clock[0] += seconds(paths._n_rows(case))
     assert ctx.recorder.examples == len(judged)
@@ -60,7 +62,9 @@ def _run_cases(monkeypatch, component: str, budget: float | None, seconds) -> tu
 
 
 def test_an_interpreted_kernels_grid_sized_cases_are_left_and_named(monkeypatch):
-    names = {paths._n_rows(b(torch.float32)): b(torch.float32).name for b in S.PATHS["RMSNorm"].values()}
+    names = {
+        paths._n_rows(b(torch.float32)): b(torch.float32).name for b in components.record("RMSNorm").paths().values()
+    }
     judged, measured = _run_cases(monkeypatch, "RMSNorm", 60.0, lambda rows: 0.01 + 0.0019 * rows)
     assert [paths._n_rows(c) for c in map(_by_name("RMSNorm"), judged)] == [5, 5, 5, 5, 4099, 4099]  # ascending
     left = measured["sizes left"]
@@ -71,7 +75,7 @@ def test_an_interpreted_kernels_grid_sized_cases_are_left_and_named(monkeypatch)
 
 
 def test_an_eager_kernel_runs_every_size_and_no_budget_runs_every_size(monkeypatch):
-    every = len(S.PATHS["RMSNorm"])
+    every = len(components.record("RMSNorm").paths())
     judged, measured = _run_cases(monkeypatch, "RMSNorm", 60.0, lambda rows: 0.05 + 2e-6 * rows)
     assert len(judged) == every and "sizes left" not in measured
     judged, measured = _run_cases(monkeypatch, "RMSNorm", None, lambda rows: 0.01 + 0.0019 * rows)
@@ -84,7 +88,7 @@ def test_ci_has_a_case_budget_and_the_longer_profiles_none():
 
 
 def _by_name(component: str):
-    cases = {c.name: c for c in (b(torch.float32) for b in S.PATHS[component].values())}
+    cases = {c.name: c for c in (b(torch.float32) for b in components.record(component).paths().values())}
     return cases.__getitem__
 
 

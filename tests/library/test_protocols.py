@@ -22,12 +22,12 @@ from properties.running.runner import LAWS
 
 P = protocols
 PINS = {
-    "RMSNorm.rmsnorm_matches_golden": S.PROTOCOL_PINS["RMSNorm"],
-    "RMSNorm.rmsnorm_gradients_match_golden": S.PROTOCOL_PINS["RMSNorm gradients"],
-    "SwiGLU.swiglu_matches_golden": S.PROTOCOL_PINS["SwiGLU"],
-    "SwiGLU.swiglu_gradients_match_golden": S.PROTOCOL_PINS["SwiGLU gradients"],
-    "Block.block_matches_golden": S.PROTOCOL_PINS["Block"],
-    "Block.block_jacobian_is_identity_plus_branch": S.PROTOCOL_PINS["Block"],
+    "RMSNorm.rmsnorm_matches_golden": S.RMSNORM_PROTOCOL_PIN,
+    "RMSNorm.rmsnorm_gradients_match_golden": S.RMSNORM_PROTOCOL_GRAD_PIN,
+    "SwiGLU.swiglu_matches_golden": S.SWIGLU_PROTOCOL_PIN,
+    "SwiGLU.swiglu_gradients_match_golden": S.SWIGLU_PROTOCOL_GRAD_PIN,
+    "Block.block_matches_golden": S.BLOCK_PROTOCOL_PIN,
+    "Block.block_jacobian_is_identity_plus_branch": S.BLOCK_PROTOCOL_PIN,
     "AddRMSNorm.add_rmsnorm_matches_golden": S.ADD_RMSNORM_PINS["every protocol"],
     "AddRMSNorm.add_rmsnorm_gradients_match_golden": S.ADD_RMSNORM_PINS["every protocol, gradients"],
 }

@@ -10,6 +10,7 @@ import torch
 
 from golden.formats import FORMATS
 from properties.library import strategies as S
+from properties.library.components import record
 from properties.library.laws import sequence
 from properties.numerics import bounds
 from tests.common.search import reach
@@ -103,20 +104,20 @@ def test_sampled_rows_take_the_ends_every_power_of_two_boundary_and_random_rows(
 
 
 def test_the_code_path_cases_reach_the_sizes_they_name():
-    rms = {k: b(torch.float32) for k, b in S.PATHS["RMSNorm"].items()}
+    rms = {k: b(torch.float32) for k, b in record("RMSNorm").paths().items()}
     rows = sorted(c.x.shape[0] for c in rms.values())
     assert rows[-1] > 2 * S.GRID_LIMIT and rows[-2] > S.GRID_LIMIT  # past 65,535 and past 2·65,535
     widths = {c.x.shape[-1] for c in rms.values()}
     assert {513, 4097} <= widths and any(w & (w - 1) and w % 2 == 0 for w in widths)  # 2^k + 1, not a power of 2
     assert any(c.x.shape[0] > 4096 and c.x.shape[-1] <= 512 for c in rms.values())  # many narrow rows
-    swi = [b(torch.bfloat16) for b in S.PATHS["SwiGLU"].values()]
+    swi = [b(torch.bfloat16) for b in record("SwiGLU").paths().values()]
     assert max(c.x.shape[0] for c in swi) > 2 * S.GRID_LIMIT and all(c.x.dtype == torch.bfloat16 for c in swi)
-    blk = [b(torch.float16) for b in S.PATHS["Block"].values()]
-    assert max(c.x.shape[0] * c.config.n_heads for c in blk) > S.GRID_LIMIT
-    assert any(c.config.head_dim == 34 and c.config.ffn_dim == 65 for c in blk)
+    blk = [b(torch.float16) for b in record("Block").paths().values()]
+    assert max(c.x.shape[0] * c.options["config"].n_heads for c in blk) > S.GRID_LIMIT
+    assert any(c.options["config"].head_dim == 34 and c.options["config"].ffn_dim == 65 for c in blk)
     x = rms["2^16 + 1 rows, D = 8"].x
     assert x.dtype == torch.float32 and torch.equal(
-        x, S.PATHS["RMSNorm"]["2^16 + 1 rows, D = 8"](torch.float64).x.float()
+        x, record("RMSNorm").paths()["2^16 + 1 rows, D = 8"](torch.float64).x.float()
     )
 
 
@@ -156,9 +157,9 @@ def test_the_16_bit_backward_pin_has_logits_that_overflow_fp16_exp():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_protocol_pins_have_several_rows_nonzero_mean_and_gamma_of_both_signs(dtype):
-    c = S.PROTOCOL_PINS["RMSNorm"].build(dtype)
+    c = S.RMSNORM_PROTOCOL_PIN.build(dtype)
     assert c.x.reshape(-1, c.x.shape[-1]).shape[0] >= 4 and float(c.x.double().mean()) > 0.2
     assert (c.weight > 0).any() and (c.weight < 0).any()
-    g = S.PROTOCOL_PINS["RMSNorm gradients"].build(dtype)
+    g = S.RMSNORM_PROTOCOL_GRAD_PIN.build(dtype)
     assert g.grad_out.shape == g.case.x.shape and g.grad_out.dtype == dtype
-    assert S.PROTOCOL_PINS["Block"].build(dtype).x.shape[:2] == (2, 3)
+    assert S.BLOCK_PROTOCOL_PIN.build(dtype).x.shape[:2] == (2, 3)

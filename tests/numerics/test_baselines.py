@@ -15,8 +15,8 @@ import nanolm_core
 from properties.adapters import torch_ref
 from properties.library import baselines
 from properties.library import strategies as S
-from properties.library.harness import build_block
 from properties.library.laws import block as block_laws
+from properties.library.laws.block import build_block
 from properties.numerics import bounds
 from properties.running import loading
 from tests.correct_impls import frms_norm, two_roundings

@@ -21,8 +21,9 @@ import golden
 from properties.library import protocols
 from properties.library import strategies as S
 from properties.library.assertions import as_f64, assert_bitwise_equal, assert_matches_golden, assert_unchanged, fail
+from properties.library.components import record
 from properties.library.context import current, measure
-from properties.library.harness import add_rmsnorm_forward, backward, build_add_rmsnorm, call_pair, note
+from properties.library.harness import backward, note
 from properties.library.subject import Implementation
 from properties.library.table import law
 from properties.numerics import bounds
@@ -31,6 +32,41 @@ DType = torch.dtype
 Data = st.DataObject
 
 PINS = S.ADD_RMSNORM_PINS
+RECORD = record("AddRMSNorm")
+
+
+def build_add_rmsnorm(impl: Implementation, weight: torch.Tensor, eps: float, dtype: DType, device: str):
+    """AddRMSNorm(D, eps=eps) with ``weight`` loaded (the record's build: call protocols apply)."""
+    return RECORD.build(impl, RECORD.case((), {"weight": weight}, eps=eps), dtype, device)
+
+
+def call_pair(
+    module: torch.nn.Module, x: torch.Tensor, residual: torch.Tensor, *, grad: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(y, h) = module(x, residual) (under the law's call protocol, if any); another count of outputs is a
+    contract failure."""
+    __tracebackhide__ = True
+    y, h = RECORD.call(module, (x, residual), grad=grad, check=False)
+    return y, h
+
+
+def add_rmsnorm_forward(
+    impl: Implementation,
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    dtype: DType,
+    device: str,
+    *,
+    output_cause: str = "contract",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(y, h) = impl.AddRMSNorm(D, eps)(x, residual) with ``weight`` loaded; y and h must keep x's shape, dtype and
+    device (a contract failure, or ``output_cause`` for the law about exactly that)."""
+    __tracebackhide__ = True
+    case = RECORD.case((x, residual), {"weight": weight}, eps=eps)
+    y, h = RECORD.forward(impl, case, dtype, device, output_cause=output_cause)
+    return y, h
 
 
 def rounded_once(x: torch.Tensor, r: torch.Tensor) -> torch.Tensor:

@@ -30,8 +30,9 @@ from properties.library.assertions import (
     assert_unchanged,
 )
 from properties.library.assertions import fail as _fail
+from properties.library.components import record
 from properties.library.context import count_examples, measure
-from properties.library.harness import backward, block_forward, build_block, call, gradcheck, note
+from properties.library.harness import backward, call, gradcheck, note
 from properties.library.subject import Implementation
 from properties.library.table import law
 from properties.numerics import bounds
@@ -41,6 +42,31 @@ Data = st.DataObject
 
 
 ZEROED = ("attn.wo.weight", "ffn.w_down.weight")
+RECORD = record("Block")
+
+
+def build_block(
+    impl: Implementation, config: nanolm_core.ModelConfig, params: dict[str, torch.Tensor], dtype: DType, device: str
+) -> torch.nn.Module:
+    """Block(config) with the contract's state_dict loaded (the record's build: seen through
+    ``rope_layout.RopeLayout`` when the Block declares ``rope_layout: "interleaved"``)."""
+    return RECORD.build(impl, RECORD.case((), params, config=config), dtype, device)
+
+
+def block_forward(
+    impl: Implementation,
+    x: torch.Tensor,
+    config: nanolm_core.ModelConfig,
+    params: dict[str, torch.Tensor],
+    dtype: DType,
+    device: str,
+    *,
+    output_cause: str = "contract",
+) -> torch.Tensor:
+    """y = impl.Block(config)(x) with ``params`` loaded; y must keep x's shape, dtype and device."""
+    __tracebackhide__ = True
+    case = RECORD.case((x,), params, config=config)
+    return RECORD.forward(impl, case, dtype, device, output_cause=output_cause)[0]
 
 
 @law("Block", cost=2)
@@ -48,7 +74,7 @@ ZEROED = ("attn.wo.weight", "ffn.w_down.weight")
 @example(data=S.SHARP_BLOCK_PINS["GQA H=4 G=2"])
 @S.pinned(S.LOGIT_PINS)
 @S.pinned(R.MAGNITUDE_PINS)
-@protocols.honoured(protocols.FORWARD, pin=S.PROTOCOL_PINS["Block"])
+@protocols.honoured(protocols.FORWARD, pin=S.BLOCK_PROTOCOL_PIN)
 def block_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """|out − golden| ≤ bounds.block elementwise for the pre-norm block (GQA with G = 1, G = H and 1 < G < H; sharp
     attention, RoPE angles of radians; random rows also within the probabilistic tier)."""
@@ -96,7 +122,7 @@ def _reference(
 @given(data=st.data())
 @example(data=S.BACKWARD_PINS[f"T={S.BACKWARD_T}"])
 @S.pinned(R.MAGNITUDE_PINS)
-@protocols.honoured(protocols.GRADIENT, pin=S.PROTOCOL_PINS["Block"])
+@protocols.honoured(protocols.GRADIENT, pin=S.BLOCK_PROTOCOL_PIN)
 def block_jacobian_is_identity_plus_branch(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """vᵀ∂out/∂x = vᵀ(I + J_branch) matches the fp64 derivative within 2·(the baselines' largest error) + 4·u·‖vᵀJ‖∞."""
     c = data.draw(S.block_cases(dtype, max_dim=32, max_tokens=4), label="case")

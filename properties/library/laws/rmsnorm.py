@@ -25,8 +25,9 @@ from properties.library.assertions import (
     assert_unchanged,
     fail,
 )
+from properties.library.components import record
 from properties.library.context import measure
-from properties.library.harness import backward, build_rmsnorm, call, gradcheck, note, rmsnorm_forward
+from properties.library.harness import backward, call, gradcheck, note
 from properties.library.subject import Implementation
 from properties.library.table import law
 from properties.numerics import bounds
@@ -36,6 +37,29 @@ Data = st.DataObject
 
 
 PINS = S.RMSNORM_PINS
+RECORD = record("RMSNorm")
+
+
+def build_rmsnorm(impl: Implementation, weight: torch.Tensor, eps: float, dtype: DType, device: str) -> torch.nn.Module:
+    """RMSNorm(D, eps=eps) with ``weight`` loaded (the record's build: call protocols apply)."""
+    return RECORD.build(impl, RECORD.case((), {"weight": weight}, eps=eps), dtype, device)
+
+
+def rmsnorm_forward(
+    impl: Implementation,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    dtype: DType,
+    device: str,
+    *,
+    output_cause: str = "contract",
+) -> torch.Tensor:
+    """y = impl.RMSNorm(D, eps)(x) with ``weight`` loaded; y must keep x's shape, dtype and device (a contract
+    failure, or ``output_cause`` for the law about exactly that)."""
+    __tracebackhide__ = True
+    case = RECORD.case((x,), {"weight": weight}, eps=eps)
+    return RECORD.forward(impl, case, dtype, device, output_cause=output_cause)[0]
 
 
 def _rows(t: torch.Tensor | np.ndarray) -> np.ndarray:
@@ -86,7 +110,7 @@ def _grads(impl: Implementation, gc: S.GradCase, dtype: DType, device: str) -> t
 @example(data=PINS["eps-dominated"])
 @example(data=PINS["subnormal row"])
 @example(data=PINS["gains 2^-8 … 2^4"])
-@protocols.honoured(protocols.FORWARD, pin=S.PROTOCOL_PINS["RMSNorm"])
+@protocols.honoured(protocols.FORWARD, pin=S.RMSNORM_PROTOCOL_PIN)
 def rmsnorm_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """|y − golden| ≤ bounds.rmsnorm elementwise: y = x/√(mean(x²)+eps)⊙γ in every row regime (ULP error measured)."""
     case = data.draw(S.rmsnorm_cases(dtype), label="case")
@@ -274,7 +298,7 @@ def rmsnorm_bf16_drift_from_fp32_is_bounded(impl: Implementation, dtype: DType, 
 @law("RMSNorm", cost=2)
 @given(data=st.data())
 @example(data=S.GRAD_PINS["RMSNorm, 160 rows"])
-@protocols.honoured(protocols.GRADIENT, pin=S.PROTOCOL_PINS["RMSNorm gradients"])
+@protocols.honoured(protocols.GRADIENT, pin=S.RMSNORM_PROTOCOL_GRAD_PIN)
 def rmsnorm_gradients_match_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """The backward pass (dx and dγ for a random cotangent) matches golden.rmsnorm_vjp within a derived bound
     (dγ sums over every row: pinned at 160 rows, 2½ blocks of 64)."""

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from properties.library import strategies as S
 from properties.library.assertions import as_f64, assert_bitwise_equal, fail
 from properties.library.context import count_examples
-from properties.library.harness import block_forward, note
+from properties.library.harness import note
+from properties.library.laws.block import block_forward
 from properties.library.subject import Implementation
 from properties.library.table import law
 

@@ -2,6 +2,13 @@
 realistic sizes (the large RMSNorm rows, the Llama-shaped SwiGLU rows, long sequences) whose golden values were
 computed once — and is judged against the stored golden values within the same derived bounds as the drawn laws.
 
+One generic family (``families``), one law per component record with stored cases (``record.corpus``: its family
+of the corpus; ``record.stored``: a stored case → its inputs, parameters and options): ``<component>_matches_stored_
+golden``. The corpus
+stores the golden value of the first output; the other outputs (AddRMSNorm's h = x + r, one rounding) are judged
+against the record's golden value and bound. A causal component's long sequences are judged at a sample of their
+positions (``strategies.long_positions``: every key still counts).
+
 The corpus is verified first (manifest checksums, magic, version, per-case hashes); a corpus that cannot be
 verified is reported as the suite's problem (``CorpusUnavailable``, one line naming the file), never as a pass.
 """
@@ -10,7 +17,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import torch
@@ -18,11 +24,11 @@ import torch
 import golden
 from golden import corpus
 from golden.formats import fmt
+from properties.library import components
 from properties.library import strategies as S
-from properties.library.assertions import assert_bitwise_equal, assert_matches_golden
+from properties.library.assertions import assert_matches_golden, assert_output_matches
 from properties.library.context import NotApplicable, SuiteDataError, count_examples, current, describe
-from properties.library.harness import add_rmsnorm_forward, block_forward, rmsnorm_forward, swiglu_forward
-from properties.library.laws.add_rmsnorm import rounded_once
+from properties.library.families import family, named
 from properties.library.subject import Implementation
 from properties.library.table import law
 from properties.numerics import bounds
@@ -61,21 +67,24 @@ def stored(family: str, dtype: DType) -> list[corpus.Case]:
     return chosen
 
 
-_BOUNDS: dict[tuple[str, str, str], bounds.Bound] = {}
+_BOUNDS: dict[tuple[str, str, str], tuple[bounds.Bound, ...]] = {}
 
 
-def _bound(case: corpus.Case, dtype: DType, derive: Callable[..., bounds.Bound], *args: Any, **kw: Any) -> bounds.Bound:
-    """``derive(*args, **kw)``: the bound of a stored case, a function of its stored inputs, the dtype and the
-    declared arithmetic only — derived once per process and shared by every implementation judged on the case
-    (``compare`` and the test suite judge many; a large case's bound takes seconds). Its arrays are made read-only:
-    a shared bound stays as derived."""
+def _bounds(
+    case: corpus.Case, dtype: DType, derive: Callable[[], tuple[bounds.Bound, ...]]
+) -> tuple[bounds.Bound, ...]:
+    """``derive()``: the bounds (one per output) of a stored case, a function of its stored inputs, the dtype and
+    the declared arithmetic only — derived once per process and shared by every implementation judged on the case
+    (``compare`` and the test suite judge many; a large case's bound takes seconds). Their arrays are made
+    read-only: a shared bound stays as derived."""
     key = (case.id, fmt(dtype).name, repr(bounds.declared_arithmetic()))
     if key not in _BOUNDS:
-        bound = derive(*args, **kw)
-        for array in (bound.abs, bound.ulps, bound.overflow, bound.pairwise, bound.prob):
-            if isinstance(array, np.ndarray):
-                array.setflags(write=False)
-        _BOUNDS[key] = bound
+        derived = tuple(derive())
+        for bound in derived:
+            for array in (bound.abs, bound.ulps, bound.overflow, bound.pairwise, bound.prob):
+                if isinstance(array, np.ndarray):
+                    array.setflags(write=False)
+        _BOUNDS[key] = derived
     return _BOUNDS[key]
 
 
@@ -84,51 +93,46 @@ def _note(case: corpus.Case) -> None:
     count_examples(1)
 
 
-@law("RMSNorm")
-def rmsnorm_matches_stored_golden(impl: Implementation, dtype: DType, device: str) -> None:
-    """On every stored RMSNorm case (D up to the largest stored row), |y − golden| ≤ bounds.rmsnorm elementwise."""
-    for case in stored("rmsnorm", dtype):
-        _note(case)
-        x, w, eps = case.tensor("x"), case.tensor("weight"), case.params["eps"]
-        y = rmsnorm_forward(impl, x, w, eps, dtype, device)
-        bound = _bound(case, dtype, bounds.rmsnorm, x, w, eps, dtype, drawn=True)  # (model_rows: not the structured)
-        assert_matches_golden(y, case.golden, bound, what=f"y [{case.id}]")
+def _judge_stored(rec: components.Component, impl: Implementation, sc: corpus.Case, dtype: DType, device: str):
+    """The first output within its bound of the stored golden value (a causal component's at a sample of
+    positions); every other output within its bound of the record's golden value."""
+    __tracebackhide__ = True
+    inputs, params, options = rec.stored(sc)
+    case = rec.case(inputs, params, **options)
+    outs = rec.forward(impl, case, dtype, device)
+    # (model_rows: not the structured tier; a long sequence: judged at a sample of positions, every key counts)
+    J = S.long_positions(case.inputs[0].shape[1]) if rec.causal else slice(None)
+    opts = {"tokens": J} if rec.causal else {}
+    bnds = _bounds(sc, dtype, lambda: rec.bounds(case, dtype, random_weights=True, drawn=True, **opts))
+    gold = golden.Golden(sc.golden.hi[:, J], sc.golden.lo[:, J]) if rec.causal else sc.golden
+    assert_matches_golden(outs[0][:, J], gold, bnds[0], what=f"{rec.outputs[0]} [{sc.id}]")
+    if len(rec.outputs) > 1:  # not stored: the record's golden value
+        golds = rec.golden(case)
+        for name, out, g, b in zip(rec.outputs[1:], outs[1:], golds[1:], bnds[1:], strict=True):
+            assert_output_matches(out, g, b, what=f"{name} [{sc.id}]", record=False)
 
 
-@law("SwiGLU")
-def swiglu_matches_stored_golden(impl: Implementation, dtype: DType, device: str) -> None:
-    """On every stored SwiGLU case (Llama-shaped rows included), |y − golden| ≤ bounds.swiglu elementwise."""
-    for case in stored("swiglu", dtype):
-        _note(case)
-        x, (wg, wu, wd) = case.tensor("x"), (case.tensor(n) for n in ("w_gate", "w_up", "w_down"))
-        y = swiglu_forward(impl, x, {"w_gate.weight": wg, "w_up.weight": wu, "w_down.weight": wd}, dtype, device)
-        bound = _bound(case, dtype, bounds.swiglu, x, wg, wu, wd, dtype, random_weights=True)
-        assert_matches_golden(y, case.golden, bound, what=f"y [{case.id}]")
+def _statement(rec: components.Component) -> str:
+    first, rest = rec.outputs[0], rec.outputs[1:]
+    where = " (long sequences judged at a sample of their positions)" if rec.causal else ""
+    others = f"; {', '.join(rest)} within the record's bound of golden" if rest else ""
+    return (
+        f"On every stored {rec.name} case{where}, |{first} − stored golden| ≤ the record's derived bound "
+        f"elementwise{others}."
+    )
 
 
-@law("Block")
-def block_matches_stored_golden(impl: Implementation, dtype: DType, device: str) -> None:
-    """On every stored Block case (T up to 4096: long sequences judged at a sample of their positions), |out − golden|
-    ≤ bounds.block elementwise."""
-    for case in stored("block", dtype):
-        _note(case)
-        x, config = case.tensor("x"), case.config
-        params = {k: case.tensor(k) for k in golden.BLOCK_PARAMS}
-        y = block_forward(impl, x, config, params, dtype, device)
-        J = S.long_positions(x.shape[1])  # a long sequence: judged at a sample of positions (every key counts)
-        bound = _bound(case, dtype, bounds.block, x, params, config, dtype, random_weights=True, drawn=True, tokens=J)
-        gold = golden.Golden(case.golden.hi[:, J], case.golden.lo[:, J])
-        assert_matches_golden(y[:, J], gold, bound, what=f"out [{case.id}]")
+@family(
+    "stored",
+    axis=AXIS,
+    reason=lambda rec: None if rec.corpus and rec.stored else "no stored golden cases (its record's ``corpus``)",
+)
+def _stored(rec: components.Component) -> tuple[str, ...]:
+    def matches_stored_golden(impl: Implementation, dtype: DType, device: str) -> None:
+        for sc in stored(rec.corpus, dtype):
+            _note(sc)
+            _judge_stored(rec, impl, sc, dtype, device)
 
-
-# ------------------------------------------------------------------------------------------ AddRMSNorm
-@law("AddRMSNorm")
-def add_rmsnorm_matches_stored_golden(impl: Implementation, dtype: DType, device: str) -> None:
-    """On every stored AddRMSNorm case (D = 8192), |y − golden| ≤ bounds.add_rmsnorm and h = x + r rounded once."""
-    for case in stored("add_rmsnorm", dtype):
-        _note(case)
-        x, r, w, eps = case.tensor("x"), case.tensor("residual"), case.tensor("weight"), case.params["eps"]
-        y, h = add_rmsnorm_forward(impl, x, r, w, eps, dtype, device)
-        assert_bitwise_equal(h, rounded_once(x, r), what=f"h [{case.id}]", why="x + r rounded once")
-        b = bounds.add_rmsnorm(x, r, w, eps, dtype, drawn=True)[0]  # (model_rows: not the structured)
-        assert_matches_golden(y, case.golden, b, what=f"y [{case.id}]")
+    fn = named(matches_stored_golden, f"{rec.snake}_matches_stored_golden", _statement(rec))
+    law(rec.name)(fn)
+    return (f"{rec.name}.{fn.__name__}",)

@@ -28,8 +28,9 @@ from properties.library.assertions import (
     assert_unchanged,
 )
 from properties.library.assertions import fail as _fail
+from properties.library.components import record
 from properties.library.context import count_examples, measure
-from properties.library.harness import backward, build_swiglu, call, construct, gradcheck, note, swiglu_forward
+from properties.library.harness import backward, call, construct, gradcheck, note
 from properties.library.subject import Implementation
 from properties.library.table import law
 from properties.numerics import bounds
@@ -40,6 +41,26 @@ Data = st.DataObject
 
 PINS = S.SWIGLU_PINS
 NAMES = ("w_gate.weight", "w_up.weight", "w_down.weight")
+RECORD = record("SwiGLU")
+
+
+def build_swiglu(impl: Implementation, params: dict[str, torch.Tensor], dtype: DType, device: str) -> torch.nn.Module:
+    """SwiGLU(D, F) with w_gate / w_up / w_down loaded (``params`` keyed "w_gate.weight", …; the record's build)."""
+    return RECORD.build(impl, RECORD.case((), params), dtype, device)
+
+
+def swiglu_forward(
+    impl: Implementation,
+    x: torch.Tensor,
+    params: dict[str, torch.Tensor],
+    dtype: DType,
+    device: str,
+    *,
+    output_cause: str = "contract",
+) -> torch.Tensor:
+    """y = impl.SwiGLU(D, F)(x) with ``params`` loaded; y must keep x's shape, dtype and device."""
+    __tracebackhide__ = True
+    return RECORD.forward(impl, RECORD.case((x,), params), dtype, device, output_cause=output_cause)[0]
 
 
 def _b(case: S.SwiGLUCase, dtype: torch.dtype) -> bounds.Bound:
@@ -74,7 +95,7 @@ def _grads(impl: Implementation, gc: S.GradCase, dtype: DType, device: str) -> l
 @given(data=st.data())
 @example(data=PINS["zero token"])
 @example(data=PINS["large negative gate"])
-@protocols.honoured(protocols.FORWARD, pin=S.PROTOCOL_PINS["SwiGLU"])
+@protocols.honoured(protocols.FORWARD, pin=S.SWIGLU_PROTOCOL_PIN)
 def swiglu_matches_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """|y − golden| ≤ bounds.swiglu elementwise for y = W_down(silu(W_gate x) ⊙ W_up x) (ULP error measured)."""
     c = data.draw(S.swiglu_cases(dtype), label="case")
@@ -218,7 +239,7 @@ def swiglu_bf16_drift_from_fp32_is_bounded(impl: Implementation, dtype: DType, d
 @law("SwiGLU", cost=2)
 @given(data=st.data())
 @example(data=S.GRAD_PINS["SwiGLU, 160 rows"])
-@protocols.honoured(protocols.GRADIENT, pin=S.PROTOCOL_PINS["SwiGLU gradients"])
+@protocols.honoured(protocols.GRADIENT, pin=S.SWIGLU_PROTOCOL_GRAD_PIN)
 def swiglu_gradients_match_golden(impl: Implementation, dtype: DType, device: str, data: Data) -> None:
     """The backward pass (dx, dW_gate, dW_up, dW_down for a random cotangent) matches golden.swiglu_vjp within a
     running-error bound (the dW sum over every row: pinned at 160 rows, 2½ blocks of 64)."""

@@ -21,7 +21,8 @@ strategies as S``; every name below is re-exported):
     pins         ``Pin``, ``pinned`` and the pinned cases every profile runs (corner rows, model widths, many rows,
                  long sequences, extreme logits, the 16-bit backward, the call-protocol cases, the reach and
                  overflow-threshold pins)
-    code_paths   the enumerated sizes where a kernel switches code path (``PATHS``), ``sampled_rows``
+    code_paths   what the sizes where a kernel switches code path share (``PathCase``, ``sampled_rows``; the sizes
+                 are each component's: ``RMSNORM_PATHS`` … in its module, its record's ``paths``)
 
 A new component's strategies go in a module of its own, named after it; a value every component draws, in
 ``values``; a pinned case, in ``pins``; a law's own cases here too, never in its law module.
@@ -30,6 +31,7 @@ A new component's strategies go in a module of its own, named after it; a value 
 from __future__ import annotations
 
 from properties.library.strategies.add_rmsnorm import (
+    ADD_RMSNORM_PATHS,
     BRANCH_KINDS,
     AddGradCase,
     AddRMSNormCase,
@@ -39,6 +41,7 @@ from properties.library.strategies.add_rmsnorm import (
     sum_corners,
 )
 from properties.library.strategies.block import (
+    BLOCK_PATHS,
     GRAD_ROWS,
     BlockCase,
     CausalCase,
@@ -57,13 +60,14 @@ from properties.library.strategies.block import (
     reach_cases,
     sharp_block_cases,
 )
-from properties.library.strategies.code_paths import GRID_LIMIT, PATHS, PathCase, sampled_rows
+from properties.library.strategies.code_paths import GRID_LIMIT, PathCase, path_values, sampled_rows
 from properties.library.strategies.layouts import LAYOUTS, as_layout, weight_as_layout
 from properties.library.strategies.pins import (
     ADD_RMSNORM_PINS,
     BACKWARD_PINS,
     BACKWARD_T,
     BLOCK_PINS,
+    BLOCK_PROTOCOL_PIN,
     CAUSAL_PINS,
     DOMAIN_PINS,
     EXTREME_LOGIT,
@@ -76,12 +80,15 @@ from properties.library.strategies.pins import (
     MODEL_HIDDEN,
     MODEL_WIDTHS,
     PARAM_GRAD_PINS,
-    PROTOCOL_PINS,
     REACH_PINS,
     RMSNORM_PINS,
+    RMSNORM_PROTOCOL_GRAD_PIN,
+    RMSNORM_PROTOCOL_PIN,
     ROW_PINS,
     SHARP_BLOCK_PINS,
     SWIGLU_PINS,
+    SWIGLU_PROTOCOL_GRAD_PIN,
+    SWIGLU_PROTOCOL_PIN,
     WIDTH_PINS,
     WIDTH_ROW_PINS,
     Pin,
@@ -92,6 +99,7 @@ from properties.library.strategies.pins import (
 from properties.library.strategies.rmsnorm import (
     BELOW,
     BEYOND,
+    RMSNORM_PATHS,
     DomainCase,
     RMSNormCase,
     RowCase,
@@ -106,6 +114,7 @@ from properties.library.strategies.rmsnorm import (
     scaled_rmsnorm_cases,
 )
 from properties.library.strategies.swiglu import (
+    SWIGLU_PATHS,
     SWIGLU_ROW_KINDS,
     SwiGLUCase,
     TokenCase,
@@ -139,12 +148,15 @@ from properties.library.strategies.values import (
 )
 
 __all__ = [
+    "ADD_RMSNORM_PATHS",
     "ADD_RMSNORM_PINS",
     "BACKWARD_PINS",
     "BACKWARD_T",
     "BELOW",
     "BEYOND",
+    "BLOCK_PATHS",
     "BLOCK_PINS",
+    "BLOCK_PROTOCOL_PIN",
     "BRANCH_KINDS",
     "CAUSAL_PINS",
     "COTANGENT_KINDS",
@@ -165,15 +177,19 @@ __all__ = [
     "MODEL_HIDDEN",
     "MODEL_WIDTHS",
     "PARAM_GRAD_PINS",
-    "PATHS",
-    "PROTOCOL_PINS",
     "REACH_PINS",
+    "RMSNORM_PATHS",
     "RMSNORM_PINS",
+    "RMSNORM_PROTOCOL_GRAD_PIN",
+    "RMSNORM_PROTOCOL_PIN",
     "ROW_KINDS",
     "ROW_PINS",
     "SHARP_BLOCK_PINS",
     "SLOW_DIMS",
+    "SWIGLU_PATHS",
     "SWIGLU_PINS",
+    "SWIGLU_PROTOCOL_GRAD_PIN",
+    "SWIGLU_PROTOCOL_PIN",
     "SWIGLU_ROW_KINDS",
     "WIDTH_PINS",
     "WIDTH_ROW_PINS",
@@ -223,6 +239,7 @@ __all__ = [
     "overflow_threshold",
     "param_grad_case",
     "param_grad_cases",
+    "path_values",
     "pinned",
     "reach_cases",
     "reaches_threshold",

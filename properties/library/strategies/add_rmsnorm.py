@@ -4,12 +4,15 @@ with cotangents of both outputs (``add_rmsnorm_grad_cases``), and with IEEE corn
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from hypothesis import strategies as st
 
 from golden.formats import fmt
+from properties.library.strategies.code_paths import PathCase, path_values
 from properties.library.strategies.values import (
     GAMMA_KINDS,
     ROW_KINDS,
@@ -144,3 +147,25 @@ def add_rmsnorm_sum_cases(draw: st.DrawFn, dtype: torch.dtype) -> AddRMSNormCase
         a, b = draw(st.sampled_from(sum_corners(dtype)), label=f"corner {k}")
         x.view(-1)[i], r.view(-1)[i] = a, b
     return case._replace(x=x, residual=r)
+
+
+# ---------------------------------------------------------------------------------------------- code-path sizes
+def _path(name: str, N: int, D: int) -> Callable[[torch.dtype], PathCase]:
+    """A stream of N rows of width D (the residual) and a branch of a quarter of its size (x)."""
+
+    def build(dtype: torch.dtype) -> PathCase:
+        rng = np.random.default_rng(N + D + 1)
+        w = torch.from_numpy(rng.uniform(0.5, 1.5, D) * rng.choice((-1.0, 1.0), D)).to(dtype)
+        r = path_values((N, D), dtype, N * D)
+        x = (torch.from_numpy(np.random.default_rng(N * D + 1).standard_normal((N, D))) / 4).to(dtype)
+        return PathCase(name, (x, r), {"weight": w}, {"eps": 1e-6})
+
+    return build
+
+
+# The record's ``paths`` (laws/paths.py): the sizes where a row kernel switches code path
+ADD_RMSNORM_PATHS: dict[str, Callable[[torch.dtype], PathCase]] = {
+    "2^16 + 1 rows, D = 8": _path("2^16 + 1 rows, D = 8 (past a 65,535-program grid)", 2**16 + 1, 8),
+    "4,099 rows, D = 64": _path("4,099 rows, D = 64 (several narrow rows per program)", 4099, 64),
+    "D = 2^12 + 1": _path("5 rows, D = 4097 = 2^12 + 1 (a one-element tail block)", 5, 4097),
+}

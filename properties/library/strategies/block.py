@@ -5,6 +5,7 @@ the query positions a long sequence is judged at (``long_positions``), 80 rows f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -12,6 +13,7 @@ import torch
 from hypothesis import strategies as st
 
 from nanolm_core.config import ModelConfig
+from properties.library.strategies.code_paths import PathCase, path_values
 from properties.library.strategies.values import linear_weight, rows, summarise_kinds
 
 
@@ -262,3 +264,22 @@ def reach_cases(draw: st.DrawFn, dtype: torch.dtype) -> ReachCase:
         case = case._replace(x=torch.cat([case.x, case.x], dim=1))
     j = draw(st.integers(0, case.x.shape[1] - 2), label="token j")
     return ReachCase(one_token(case, j), j)
+
+
+# ---------------------------------------------------------------------------------------------- code-path sizes
+def _path(name: str, B: int, T: int, H: int, K: int, F: int) -> Callable[[torch.dtype], PathCase]:
+    def build(dtype: torch.dtype) -> PathCase:
+        config = fixed_config(H=H, G=1, K=K, F=F, max_seq_len=max(16, T))
+        x = path_values((B, T, config.dim), dtype, B * T, mean=0.25)
+        params = block_params(config, dtype, seed=B + T, logit_scale=2.0)
+        return PathCase(name, (x,), params, {"config": config})
+
+    return build
+
+
+# The record's ``paths`` (laws/paths.py): batch × heads past the attention grid, head dim and FFN width off powers of 2
+BLOCK_PATHS: dict[str, Callable[[torch.dtype], PathCase]] = {
+    "B·H past 2^16": _path("B = 32,769, H = 2: 65,538 (batch, head) programs, 65,538 rows", 32769, 2, 2, 4, 8),
+    "K, F = 2^k + 2, 2^k + 1": _path("B = 3, T = 5, K = 34 = 2^5 + 2, F = 65 = 2^6 + 1", 3, 5, 2, 34, 65),
+    "B·H = 4,098": _path("B = 2,049, H = 2: 4,098 (batch, head) programs (the step before 2^16)", 2049, 2, 2, 4, 8),
+}

@@ -322,13 +322,12 @@ def _protocol_block(dtype: torch.dtype) -> BlockCase:
     return BlockCase(config, x, block_params(config, dtype, seed=27, scale=1.0, logit_scale=2.0), 1.0, 2.0)
 
 
-PROTOCOL_PINS = {
-    "RMSNorm": Pin("RMSNorm (2, 3, 48), every protocol", _protocol_rmsnorm),
-    "RMSNorm gradients": Pin("RMSNorm (2, 3, 48), every protocol", _protocol_rmsnorm_grads),
-    "SwiGLU": Pin("SwiGLU (2, 3, 8), F=12, every protocol", _protocol_swiglu),
-    "SwiGLU gradients": Pin("SwiGLU (2, 3, 8), F=12, every protocol", _protocol_swiglu_grads),
-    "Block": Pin("Block (2, 3, 8), H=2 G=1, every protocol", _protocol_block),
-}
+# The call-protocol pins, one per component law that is honoured under every protocol (its forward, its gradients)
+RMSNORM_PROTOCOL_PIN = Pin("RMSNorm (2, 3, 48), every protocol", _protocol_rmsnorm)
+RMSNORM_PROTOCOL_GRAD_PIN = Pin("RMSNorm (2, 3, 48), every protocol", _protocol_rmsnorm_grads)
+SWIGLU_PROTOCOL_PIN = Pin("SwiGLU (2, 3, 8), F=12, every protocol", _protocol_swiglu)
+SWIGLU_PROTOCOL_GRAD_PIN = Pin("SwiGLU (2, 3, 8), F=12, every protocol", _protocol_swiglu_grads)
+BLOCK_PROTOCOL_PIN = Pin("Block (2, 3, 8), H=2 G=1, every protocol", _protocol_block)
 
 
 # ---------------------------------------------------------------------------------------------- extreme logits

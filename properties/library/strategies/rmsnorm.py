@@ -5,6 +5,7 @@ sides of the compute dtype's overflow threshold (``domain_cases``, ``overflow_th
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -12,6 +13,7 @@ import torch
 from hypothesis import strategies as st
 
 from golden.formats import fmt
+from properties.library.strategies.code_paths import PathCase, path_values
 from properties.library.strategies.values import (
     GAMMA_KINDS,
     ROW_KINDS,
@@ -169,3 +171,26 @@ def domain_cases(draw: st.DrawFn, dtype: torch.dtype) -> DomainCase:
     x = torch.from_numpy(rows_at_threshold(rows, ks, dtype)).to(dtype)
     g = draw(gammas(D, dtype), label="gamma")
     return DomainCase(RMSNormCase(x, g.weight, 1e-6, ("large",) * len(ks), g.kind), tuple(ks))
+
+
+# ---------------------------------------------------------------------------------------------- code-path sizes
+def _path(name: str, N: int, D: int) -> Callable[[torch.dtype], PathCase]:
+    def build(dtype: torch.dtype) -> PathCase:
+        rng = np.random.default_rng(N + D)
+        w = torch.from_numpy(rng.uniform(0.5, 1.5, D) * rng.choice((-1.0, 1.0), D)).to(dtype)
+        return PathCase(name, (path_values((N, D), dtype, N * D),), {"weight": w}, {"eps": 1e-6})
+
+    return build
+
+
+# The record's ``paths`` (laws/paths.py): the sizes where a row kernel switches code path
+RMSNORM_PATHS: dict[str, Callable[[torch.dtype], PathCase]] = {
+    "2^16 + 1 rows, D = 8": _path("2^16 + 1 rows, D = 8 (past a 65,535-program grid)", 2**16 + 1, 8),
+    "2^17 + 3 rows, D = 4": _path("2^17 + 3 rows, D = 4 (past 65,535 programs of 2 rows)", 2**17 + 3, 4),
+    "4,099 rows, D = 64": _path("4,099 rows, D = 64 (several narrow rows per program)", 4099, 64),
+    "4,099 rows, D = 256": _path("4,099 rows, D = 256 (several rows per program)", 4099, 256),
+    "D = 2^9 + 1": _path("5 rows, D = 513 = 2^9 + 1 (a one-element tail block)", 5, 513),
+    "D = 2^12 + 1": _path("5 rows, D = 4097 = 2^12 + 1 (a one-element tail block)", 5, 4097),
+    "D = 3·2^9": _path("5 rows, D = 1536 = 3·2^9 (not a power of two)", 5, 1536),
+    "D = 2^11 − 1": _path("5 rows, D = 2047 = 2^11 − 1 (one short of a power of two)", 5, 2047),
+}

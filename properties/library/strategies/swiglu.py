@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
 from hypothesis import strategies as st
 
+from properties.library.strategies.code_paths import PathCase, path_values
 from properties.library.strategies.values import GradCase, Rows, cotangent, dims, linear_weight, rows, summarise_kinds
 
 
@@ -94,3 +96,23 @@ def swiglu_grad_cases(draw: st.DrawFn, dtype: torch.dtype, max_dim: int = 64) ->
     """SwiGLU inputs and a cotangent of the output's shape."""
     case = draw(swiglu_cases(dtype, max_dim=max_dim, max_rows=3), label="case")
     return GradCase(case, cotangent(tuple(case.x.shape), dtype, draw(st.integers(0, 2**32), label="cotangent seed")))
+
+
+# ---------------------------------------------------------------------------------------------- code-path sizes
+def _path(name: str, N: int, D: int, F: int) -> Callable[[torch.dtype], PathCase]:
+    def build(dtype: torch.dtype) -> PathCase:
+        w = [linear_weight(o, i, dtype, N + k) for k, (o, i) in enumerate(((F, D), (F, D), (D, F)))]
+        x = path_values((N, D), dtype, N * D, mean=0.25)
+        params = dict(zip(("w_gate.weight", "w_up.weight", "w_down.weight"), w, strict=True))
+        return PathCase(name, (x,), params)
+
+    return build
+
+
+# The record's ``paths`` (laws/paths.py): token counts and widths where a kernel switches code path
+SWIGLU_PATHS: dict[str, Callable[[torch.dtype], PathCase]] = {
+    "2^16 + 1 tokens": _path("2^16 + 1 tokens, D = F = 4 (past a 65,535-program grid)", 2**16 + 1, 4, 4),
+    "2^17 + 3 tokens": _path("2^17 + 3 tokens, D = 2, F = 4 (past 65,535 programs of 2 rows)", 2**17 + 3, 2, 4),
+    "4,099 tokens": _path("4,099 tokens, D = 32, F = 86 (many narrow rows)", 4099, 32, 86),
+    "D, F = 2^k + 1": _path("3 tokens, D = 129, F = 257 (2^k + 1: one-element tail blocks)", 3, 129, 257),
+}
