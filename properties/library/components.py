@@ -103,6 +103,9 @@ class Component:
     # output row on its own input row only (the diagnosis re-evaluates a prefix of tokens, or a few rows)
     paths: Callable[[], Mapping[str, Callable[[Any], Any]]] | None = None  # its code-path sizes: name -> (dtype)
     # -> ``strategies.PathCase`` (laws/paths.py: row counts and widths where kernels switch path); None: none
+    domain: Callable[[Any], Any] | None = None  # (rows at the overflow threshold of their sum of squares: a
+    # ``strategies.RMSNormCase`` of ``domain_cases``) -> its native case whose (first output's) norm reads exactly
+    # those rows (laws/domain.py); None: no norm over its input rows
     corpus: str = ""  # the stored golden corpus's family of its cases (golden/data/<corpus>.json); empty: none
     stored: Callable[[Any], tuple[tuple[Any, ...], dict[str, Any], dict[str, Any]]] | None = None  # a stored case
     # (``golden.corpus.Case``; its golden value is the first output's) -> (inputs, params, options) for ``case``
@@ -268,8 +271,6 @@ _LINEAR_KEYS = ("compute_dtype", "flush_subnormals", "reduction", "accumulation_
 # Block's projections run in the module dtype, their matmuls accumulating in fp32).
 _UPCAST = {"fp64": "fp64", "fp32": "fp32", "fp16": "fp32", "bf16": "fp32"}
 _MODULE_DTYPE = {"fp64": "fp64", "fp32": "fp32", "fp16": "fp16", "bf16": "bf16"}
-_NO_CONFIG = "built from its dimensions, not from a ModelConfig: no parameter budget a config implies"
-_NO_SEQUENCE = "row by row: no sequence dimension (a row's result depends on that row only)"
 
 
 def _batch(min_rows: int) -> Any:
@@ -385,14 +386,11 @@ register(
         other_options=_other_eps,
         wide=lambda dtype: _strategies().RMSNORM_PINS["wide rows, D=512"].build(dtype),
         paths=lambda: _strategies().RMSNORM_PATHS,
+        domain=lambda c: c,
         corpus="rmsnorm",
         stored=lambda c: ((c.tensor("x"),), {"weight": c.tensor("weight")}, {"eps": c.params["eps"]}),
         batch_invariant_on_cpu="a row's RMSNorm is its own reduction on the CPU (torch's F.rms_norm is "
         "batch-invariant)",
-        not_applicable={
-            "budget": _NO_CONFIG,
-            "sequence": _NO_SEQUENCE,
-        },
     )
 )
 
@@ -478,10 +476,8 @@ register(
         stored=lambda c: ((c.tensor("x"),), {f"{n}.weight": c.tensor(n) for n in _FFN}, {}),
         cheap={"max_dim": 128},
         not_applicable={
-            "budget": _NO_CONFIG + " (its three matrices of the FFN width: swiglu_has_three_matrices_of_ffn_dim)",
             "domain": "no domain limit of its own: W·x overflows only where the dtype's range does, and the bound "
             "marks those rows not judged",
-            "sequence": _NO_SEQUENCE,
         },
     )
 )
@@ -645,6 +641,15 @@ def _add_of(c: Any) -> Case:
 _add_draw = _row_draw("add_rmsnorm_cases", _add_of)
 
 
+def _add_domain(c: Any) -> Any:
+    """Rows at the threshold as the stream, the branch zero: h = 0 + r is the rows exactly, the norm reads them."""
+    import torch
+
+    from properties.library import strategies as S
+
+    return S.AddRMSNormCase(torch.zeros_like(c.x), c.x, c.weight, c.eps, c.kinds, "zero", c.gamma)
+
+
 def _add_golden(case: Case, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     import golden
 
@@ -699,17 +704,12 @@ register(
         other_options=_other_eps,
         wide=lambda dtype: _strategies().ADD_RMSNORM_PINS["wide rows, D=1024"].build(dtype),
         paths=lambda: _strategies().ADD_RMSNORM_PATHS,
+        domain=_add_domain,
         corpus="add_rmsnorm",
         stored=lambda c: (
             (c.tensor("x"), c.tensor("residual")),
             {"weight": c.tensor("weight")},
             {"eps": c.params["eps"]},
         ),
-        not_applicable={
-            "budget": _NO_CONFIG,
-            "sequence": _NO_SEQUENCE,
-            "domain": "not yet: its norm meets RMSNorm's Σh² limit, and the domain law is written for RMSNorm only "
-            "(a generic domain family is left to do)",
-        },
     )
 )

@@ -15,11 +15,13 @@ fails on a *component name* inside a list, tuple, set or dict literal, a compari
 A string passed to a call (``@law("RMSNorm")``, ``record("Block")``) is not a list of components and is not
 flagged: the law table keys a law by its component, and a record is fetched by name.
 
-It fails on the old code: run on main's tree before the records work (``find_names(<main>/properties)``, at
-b22d2a7) it found 45 names: ``harness.py`` 14 (``"Block"`` in ``impl.conventions["Block"]`` compared with the
-interleaved layout, the per-component builders' lists …), ``strategies/code_paths.py`` 4 and ``strategies/pins.py``
-3 (dicts keyed by component), ``laws/paths.py`` and ``laws/stored.py`` (the per-component code-path and stored
-laws' tuples of names) and the rest; now 0.
+It fails on the old code. Run on main's tree before this change (``find_names(<main>/properties)``, at b22d2a7)
+it finds 9 names, now 0:
+
+    library/harness.py:149             'Block'  (impl.conventions["Block"].rope_layout != "interleaved")
+    library/laws/paths.py:155, 170     rmsnorm_vjp, swiglu_vjp  (the code-path law written per component)
+    library/strategies/code_paths.py   'RMSNorm', 'SwiGLU', 'Block'  (PATHS, a dict keyed by component)
+    library/strategies/pins.py         'RMSNorm', 'SwiGLU', 'Block'  (PROTOCOL_PINS, a dict keyed by component)
 """
 
 from __future__ import annotations
@@ -152,6 +154,31 @@ def test_no_generic_module_names_a_component_in_a_list_a_comparison_or_a_branch(
     assert find_names() == []
 
 
+def laws_named_outside(root: Path = ROOT) -> list[str]:
+    """Every ``law("<Component>", …)`` (a law registered for a component named by a string) in a module under
+    ``root`` that no component owns: "path:line: name"."""
+    names = {r.name for r in components.RECORDS.values()}
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        if _owned(path, root):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)):
+                continue
+            called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            if called == "law" and node.args[0].value in names:
+                out.append(f"{path.relative_to(root.parent).as_posix()}:{node.lineno}: {node.args[0].value!r}")
+    return out
+
+
+def test_a_law_of_one_component_is_defined_in_its_own_law_module():
+    """A law written for one named component lives in ``laws/<component>.py``; a law along a generic axis is a
+    family over the records (``@law(record.name)``). On main's tree before this change it finds 11: the code-path
+    and stored-corpus laws (4 each, one per component, laws/paths.py and laws/stored.py), RMSNorm's domain law and
+    the Block's reach and FFN-width laws (laws/domain.py, sequence.py, budget.py); now 0."""
+    assert laws_named_outside() == []
+
+
 def test_the_scan_finds_a_component_name_where_it_looks():
     """The scan itself: each context it checks, on a throwaway module (a scan that finds nothing proves nothing)."""
     strings, _ = _spellings()
@@ -165,6 +192,8 @@ def test_the_scan_finds_a_component_name_where_it_looks():
         'law("RMSNorm")\n'  # a call's argument: not a list of components
     )
     tree = ast.parse(source)
+    law_call = tree.body[-1].value
+    assert isinstance(law_call, ast.Call) and law_call.args[0].value in {r.name for r in components.RECORDS.values()}
     hits = sorted(
         {h for node in ast.walk(tree) for part in _direct(node) for h in _names_in(part, strings, {"build_rmsnorm"})}
     )

@@ -11,7 +11,7 @@ import torch
 from golden.formats import FORMATS
 from properties.library import strategies as S
 from properties.library.components import record
-from properties.library.laws import sequence
+from properties.library.laws import block
 from properties.numerics import bounds
 from tests.common.search import reach
 
@@ -69,7 +69,7 @@ def test_the_reach_case_is_zero_but_token_j_with_no_small_entry(dtype):
     assert not x[0, :j].any() and not x[0, j + 1 :].any() and not x[1:].any()
     row = x[0, j].abs()
     assert (row >= row.max() / 8).all() and (row > 0).all()
-    p = sequence.reach_params(rc.case)
+    p = block.reach_params(rc.case)
     assert not p["attn.wq.weight"].any() and not p["attn.wk.weight"].any() and not p["ffn.w_down.weight"].any()
     assert torch.equal(p["attn.wo.weight"], torch.eye(rc.case.config.dim, dtype=dtype))
 
