@@ -216,9 +216,11 @@ PITFALLS: dict[str, Pitfall] = dict([
            "the remainder tile of a wide row left unnormalised"),
     _entry("swiglu_tail_accumulator_carried", "SwiGLU.swiglu_tokens_are_independent", "fp32", TEST,
            "the remainder hidden tile's accumulator not reset per token"),
-    # Regimes of real kernels: RMSNorm's domain (rows up to the overflow threshold of Σx²).
+    # Regimes of real kernels: a norm's domain (rows up to the overflow threshold of Σx²).
     _entry("rmsnorm_half_variance", "RMSNorm.rmsnorm_is_exact_up_to_the_overflow_threshold", "fp16", REAL,
            "the variance kept in fp16: zeros above an RMS of 256"),
+    _entry("add_norm_half_variance", "AddRMSNorm.add_rmsnorm_is_exact_up_to_the_overflow_threshold", "fp16", REAL,
+           "add-norm variance kept in fp16: y zeros above RMS 256"),
     # Call protocols: every way a framework calls a module (properties/library/protocols.py), one entry each.
     _entry("rmsnorm_training_path_unbiased", "RMSNorm.rmsnorm_matches_golden", "fp32", TEST,
            "the training kernel divides Σx² by D − 1 (protocol: train)"),

@@ -135,10 +135,7 @@ def _judge_size(rec: components.Component, impl: Implementation, c: S.PathCase, 
     leaves = [t.to(device).requires_grad_(True) for t in case.inputs]
     gs = tuple(S.cotangent(tuple(x.shape), dtype, x.shape[0] + n) for n in range(len(rec.outputs)))
     ys = rec.call(module, tuple(leaves), grad=True, check=False)  # a recording call and its backward
-    one = len(rec.outputs) == 1
-    grads = backward(
-        ys[0] if one else ys, gs[0].to(device) if one else tuple(g.to(device) for g in gs), leaves, component=rec.name
-    )
+    grads = backward(ys, tuple(g.to(device) for g in gs), leaves, component=rec.name)
     expected = rec.vjp(sampled, tuple(_units(g, k, idx) for g in gs), dtype, drawn=True)
     for name, grad in zip(rec.inputs, grads, strict=True):
         gold, b = expected[name]
