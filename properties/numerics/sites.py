@@ -30,7 +30,8 @@ it errs by at most half an ulp of the binade of the largest value it can round, 
 up to 2× below u·M_k; else Q, :func:`tree_squares`)
 
 — λ·u·√Q ≤ λ·u·√(n−1)·Σ|p|, the √n·u of Higham & Mary's inner-product theorem, and smaller when no term
-dominates. (Kahan's compensated sum errs by ≤ 2u·Σ|p| ≤ λ·u·√Q: inside it without the model.) The model fails
+dominates. (Kahan's compensated sum errs by ≤ 2u·Σ|p| ≤ λ·u·√Q, and ≤ λ·u·2^⌊log2 M_n⌋ of the sharpened bound —
+M_n ≥ Σ|p|/2, so that is ≥ λ·u·Σ|p|/4, and λ ≥ 8.2 —: inside it without the model.) The model fails
 where rounding errors correlate — a constant or repeated row summed lane by lane, a dominant term that makes the
 later ones stagnate, subnormals — so the tier is applied only to inputs drawn with independent random signs and
 magnitudes (:func:`model_rows`); every other input keeps the deterministic bound alone.
@@ -52,6 +53,7 @@ __all__ = [
     "tree_squares",
 ]
 
+U64 = float(np.finfo(np.float64).eps) / 2  # the verifier's own float64 arithmetic
 _CHUNK = 1 << 22  # elements of a temporary (terms of many reductions at once) computed in one piece
 _CACHED = 1 << 16  # elements of a temporary that a loop of elementwise products keeps in cache
 
@@ -255,6 +257,7 @@ def sorted_tree_squares(
     n = a.shape[-1]
     T = np.cumsum(-np.sort(-(np.abs(a) + e), axis=-1), axis=-1)[..., 1:]
     top = M + (n - 1) * u / (1 - (n - 1) * u) * T  # γ_(n−1): every computed partial sum below the node
+    top = top * (1 + 2 * (n + 8) * U64)  # this function's own float64 sums (an edge must not be missed by them)
     b = binade(top)
     if scale != 1.0:
         b = np.maximum(b, binade(top * scale * (1 + u) ** 4) / scale)
