@@ -210,3 +210,20 @@ def test_the_binade_bound_on_partial_sums_covers_every_orders_actual_roundings(s
     equal = np.full((1, 4096), 1.0 + 2.0**-10)
     ratio = sites.sorted_tree_squares(equal) / sites.sorted_tree_squares(equal, 0.0, u)
     assert 2.2 < float(ratio[0]) < 7 / 3 + 1e-3
+
+
+def test_a_norm_that_scales_each_square_by_1_over_d_is_inside_the_binade_bound_only_through_its_scale() -> None:
+    """Σ fl(x_i²·fl(1/D)) in fp32 (sequential): its roundings, in units of the unscaled squares, stay inside
+    ``sorted_tree_squares(…, scale=1/D)``; for D = 3 (1/D not a power of two) the binades of the unscaled sums alone
+    are exceeded — the scaled partial sum can sit in a binade above the scaled one — so the scale is needed."""
+    u, D = 2.0**-24, 3
+    x = np.random.default_rng(3).standard_normal((400, D)).astype(np.float32)
+    q = (x * x * np.float32(1.0 / D)).astype(np.float32)
+    acc, seen = q[:, 0].copy(), np.zeros(len(x))
+    for k in range(1, D):
+        exact = acc.astype(np.float64) + q[:, k].astype(np.float64)
+        acc = (acc + q[:, k]).astype(np.float32)
+        seen += ((acc.astype(np.float64) - exact) * D) ** 2
+    sq = x.astype(np.float64) ** 2
+    assert np.all(seen <= u * u * sites.sorted_tree_squares(sq, u * sq, u, 1.0 / D))
+    assert np.any(seen > u * u * sites.sorted_tree_squares(sq, u * sq, u))
