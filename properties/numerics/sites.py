@@ -250,13 +250,12 @@ def sorted_tree_squares(
     LAPACK's nrm2) is not a convention the model has (``sites`` module docstring: value-independent orders)."""
     a = np.asarray(terms, dtype=np.float64)
     e = 0.0 if err is None else err
-    ranked = [-np.sort(-np.maximum(s * a + e, 0.0), axis=-1) for s in (1.0, -1.0)]
-    M = np.maximum(*(np.cumsum(r, axis=-1)[..., 1:] for r in ranked))
+    P, N = (np.cumsum(-np.sort(-np.maximum(s * a + e, 0.0), axis=-1), axis=-1)[..., 1:] for s in (1.0, -1.0))
+    M = np.maximum(P, N)
     if err is None:
         return np.sum(M * M, axis=-1)
     n = a.shape[-1]
-    T = np.cumsum(-np.sort(-(np.abs(a) + e), axis=-1), axis=-1)[..., 1:]
-    top = M + (n - 1) * u / (1 - (n - 1) * u) * T  # γ_(n−1): every computed partial sum below the node
+    top = M + (n - 1) * u / (1 - (n - 1) * u) * (P + N)  # γ_(n−1)·Σ|p̂| below the node (P + N ≥ those k |p̂|)
     top = top * (1 + 2 * (n + 8) * U64)  # this function's own float64 sums (an edge must not be missed by them)
     b = binade(top)
     if scale != 1.0:
