@@ -22,11 +22,16 @@ has at most ν + 1 terms (its subtree's additions all come before it), so for *e
 
     Σ_ν S_ν² ≤ Σ_{k=2..n} T_k² ≤ Q(p) = Σ_{k=2..n} min(Σ|p|, k·max|p|)²,     var = u²·(Q(p) + m·Σ p²)
 
-(T_k: the sum of the k largest |p|, :func:`sorted_tree_squares`, where the terms are at hand — the norms' squares,
-dot products up to ``EXACT_LARGEST`` terms; else Q, :func:`tree_squares`)
+(T_k: the sum of the k largest |p|; where the terms are at hand — the norms' squares, dot products up to
+``EXACT_LARGEST`` terms — :func:`sorted_tree_squares` sharpens it twice: by the signs, max(P_k, N_k) for T_k (the k
+largest positive or negative terms: a subset sum lies between them), and, where the range of the computed terms is
+known (the laws' own inputs, and the deterministic bound of a computed one), by the rounding itself — to nearest,
+it errs by at most half an ulp of the binade of the largest value it can round, u·2^⌊log2 M_k⌋ (:func:`binade`),
+up to 2× below u·M_k; else Q, :func:`tree_squares`)
 
 — λ·u·√Q ≤ λ·u·√(n−1)·Σ|p|, the √n·u of Higham & Mary's inner-product theorem, and smaller when no term
-dominates. (Kahan's compensated sum errs by ≤ 2u·Σ|p| ≤ λ·u·√Q: inside it without the model.) The model fails
+dominates. (Kahan's compensated sum errs by ≤ 2u·Σ|p| ≤ λ·u·√Q, and ≤ λ·u·2^⌊log2 M_n⌋ of the sharpened bound —
+M_n ≥ Σ|p|/2, so that is ≥ λ·u·Σ|p|/4, and λ ≥ 8.2 —: inside it without the model.) The model fails
 where rounding errors correlate — a constant or repeated row summed lane by lane, a dominant term that makes the
 later ones stagnate, subnormals — so the tier is applied only to inputs drawn with independent random signs and
 magnitudes (:func:`model_rows`); every other input keeps the deterministic bound alone.
@@ -48,6 +53,7 @@ __all__ = [
     "tree_squares",
 ]
 
+U64 = float(np.finfo(np.float64).eps) / 2  # the verifier's own float64 arithmetic
 _CHUNK = 1 << 22  # elements of a temporary (terms of many reductions at once) computed in one piece
 _CACHED = 1 << 16  # elements of a temporary that a loop of elementwise products keeps in cache
 
@@ -131,10 +137,14 @@ EXACT_LARGEST = 128  # dot products up to this long bound their partial sums by 
 # term (cheap; the sign-aware bound is below Q there anyway)
 
 
-def _linear_terms(a: np.ndarray, W: np.ndarray, W2: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _linear_terms(
+    a: np.ndarray, W: np.ndarray, W2: np.ndarray | None = None, a_err: np.ndarray | float | None = None, u: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """For y = a Wᵀ (rows of a, nn.Linear W (m, n); W2 = W², if at hand): a bound on Σ_ν S_ν² over every summation
-    tree of the terms W_jk a_k — Σ_k T_k², T_k the sum of the k largest |terms| (:func:`sorted_tree_squares`), or for
-    n > EXACT_LARGEST :func:`tree_squares` with an upper bound of the largest term — and Σ_k (W_jk a_k)²."""
+    tree of the terms W_jk a_k — :func:`sorted_tree_squares` of the signed terms, or for n > EXACT_LARGEST
+    :func:`tree_squares` with an upper bound of the largest term — and Σ_k (W_jk a_k)². ``a_err``: |â − a| ≤ a_err,
+    the computed input's range known, so each addition is bounded by half an ulp of its binade (products rounded in
+    c with unit u: |p̂ − p| ≤ |W|·a_err + u·|W|·(|a| + a_err))."""
     aa, Wa = np.abs(a), np.abs(W)
     squares = matmul(aa * aa, (W * W if W2 is None else W2).T)
     n = W.shape[1]
@@ -143,24 +153,32 @@ def _linear_terms(a: np.ndarray, W: np.ndarray, W2: np.ndarray | None = None) ->
         return tree_squares(matmul(aa, Wa.T), largest, n), squares
     partial = np.empty_like(squares)
     rows = max(1, _CHUNK // max(1, W.size))
-    flat_a, flat_Q = aa.reshape(-1, aa.shape[-1]), partial.reshape(-1, W.shape[0])
+    flat_a, flat_Q = np.asarray(a, dtype=np.float64).reshape(-1, a.shape[-1]), partial.reshape(-1, W.shape[0])
+    flat_e = None if a_err is None else np.broadcast_to(a_err, a.shape).reshape(-1, a.shape[-1])
     for i in range(0, flat_a.shape[0], rows):
-        flat_Q[i : i + rows] = sorted_tree_squares(flat_a[i : i + rows, None, :] * Wa[None])
+        terms = flat_a[i : i + rows, None, :] * W[None]
+        err = None
+        if flat_e is not None:
+            ea = flat_e[i : i + rows, None, :] * Wa[None]
+            err = ea + u * (np.abs(terms) + ea)
+        flat_Q[i : i + rows] = sorted_tree_squares(terms, err, u)
     return partial, squares
 
 
-def _linear_var(a: np.ndarray, W: np.ndarray, p: Precisions, W2: np.ndarray | None = None) -> np.ndarray:
+def _linear_var(
+    a: np.ndarray, W: np.ndarray, p: Precisions, W2: np.ndarray | None = None, a_err: np.ndarray | float | None = None
+) -> np.ndarray:
     """The own rounding errors of y = a Wᵀ in c (one product rounding per term, any order), per output element; W
-    drawn by the verifier (random signs: see SIGN_TAIL)."""
-    rest, final = _linear_final(a, W, p, W2)
+    drawn by the verifier (random signs: see SIGN_TAIL); ``a_err``: :func:`_linear_terms`."""
+    rest, final = _linear_final(a, W, p, W2, a_err)
     return rest + final.var()
 
 
 def _linear_final(
-    a: np.ndarray, W: np.ndarray, p: Precisions, W2: np.ndarray | None = None
+    a: np.ndarray, W: np.ndarray, p: Precisions, W2: np.ndarray | None = None, a_err: np.ndarray | float | None = None
 ) -> tuple[np.ndarray, Final]:
     """(the own roundings of y = a Wᵀ in c but its partial sums, its partial sums): :func:`_linear_var` split."""
-    partial, squares = _linear_terms(a, W, W2)
+    partial, squares = _linear_terms(a, W, W2, a_err, p.uc)
     n, uc2 = W.shape[1], p.uc * p.uc
     rest = uc2 * squares + 2 * n * p.tiny_c**2  # the products' roundings, underflow (as _reduction_var)
     return rest, Final(uc2 * partial, uc2 * (n - 1) * squares)
@@ -204,37 +222,77 @@ def model_rows(x: np.ndarray, smallest_normal: float, u: float) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------------- RMSNorm
-def sorted_tree_squares(terms: np.ndarray) -> np.ndarray:
-    """Σ_{k=2..n} T_k² over the last axis, T_k the sum of the k largest |terms|: ≥ Σ_ν S_ν² over every summation
-    tree (the ν-th smallest addition has at most ν + 1 terms: |S_ν| ≤ T_(ν+1)); ≤ :func:`tree_squares` (a sort per
-    row: for the norms' D squares)."""
-    a = -np.sort(-np.abs(terms), axis=-1)
-    T = np.cumsum(a, axis=-1)
-    return np.sum(T[..., 1:] ** 2, axis=-1)
+def binade(b: np.ndarray) -> np.ndarray:
+    """2^⌊log2 b⌋ (0 at 0, b where b is not finite): a rounding to nearest of a value of magnitude ≤ b errs by at most
+    u·binade(b) — half an ulp of b's binade, up to 2× below u·b (a value just below a power of two rounds within
+    the same half ulp, to it at worst), so b must bound the value that is rounded, never merely approximate it."""
+    b = np.asarray(b, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        _, e = np.frexp(np.where(np.isfinite(b), b, 0.0))  # b = m·2^e, m ∈ [½, 1)
+        return np.where(np.isfinite(b) & (b > 0), np.ldexp(1.0, e - 1), b)
 
 
-def _norm_r_var(xv: np.ndarray, eps: float, p: Precisions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def sorted_tree_squares(
+    terms: np.ndarray, err: np.ndarray | float | None = None, u: float = 0.0, scale: float = 1.0
+) -> np.ndarray:
+    """Σ_{k=2..n} M_k² over the last axis: ≥ Σ_ν S_ν² over every summation tree (the ν-th smallest addition has at
+    most ν + 1 terms), M_k = max(P_k, N_k), P_k (N_k) the sum of the k largest positive (negative) terms' magnitudes
+    — a subset sum is at most its positive part and at least minus its negative part: for terms of random signs
+    about half of T_k, the k largest |terms|, which is M_k for terms of one sign (the norms' squares). ≤
+    :func:`tree_squares` (a sort per row).
+
+    ``err`` (|p̂ − p| ≤ err per term, where the computed terms' range is known) bounds each addition's rounding by
+    half an ulp of the largest value it can round (:func:`binade`) instead of u·|S_ν|: M_k of the terms widened
+    by err, plus the tree's own roundings below the node (γ_(n−1)(u)·Σ of those |p̂|); in units of the terms
+    when the implementation may sum them scaled by ``scale`` (the norms' 1/D per term: x·x/D, x·x·(1/D), (x/√D)²,
+    ≤ 4 roundings of a scaled term) — for a scale not a power of two the binade of the scaled value is not the
+    scaled binade, so the larger of the two is taken. A scale that depends on the values (a running maximum, as
+    LAPACK's nrm2) is not a convention the model has (``sites`` module docstring: value-independent orders)."""
+    a = np.asarray(terms, dtype=np.float64)
+    e = 0.0 if err is None else err
+    P, N = (np.cumsum(-np.sort(-np.maximum(s * a + e, 0.0), axis=-1), axis=-1)[..., 1:] for s in (1.0, -1.0))
+    M = np.maximum(P, N)
+    if err is None:
+        return np.sum(M * M, axis=-1)
+    n = a.shape[-1]
+    top = M + (n - 1) * u / (1 - (n - 1) * u) * (P + N)  # γ_(n−1)·Σ|p̂| below the node (P + N ≥ those k |p̂|)
+    top = top * (1 + 2 * (n + 8) * U64)  # this function's own float64 sums (an edge must not be missed by them)
+    b = binade(top)
+    if scale != 1.0:
+        b = np.maximum(b, binade(top * scale * (1 + u) ** 4) / scale)
+    return np.sum(b * b, axis=-1)
+
+
+def _norm_r_var(
+    xv: np.ndarray, eps: float, p: Precisions, x_err: np.ndarray | float | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(r, ρ, var of the relative error of r) for r = (Σx²/D + ε)^-½ computed in c: Σx²/D in any order (the D
     squares, the partial sums, the 1/D scaling per term or once), ε rounded to c and the addition (relative to
-    v = ms + ε: (1 − ρ)·δ and δ), and rsqrt (or 1/√: two roundings); ρ = ms/v."""
+    v = ms + ε: (1 − ρ)·δ and δ), and rsqrt (or 1/√: two roundings); ρ = ms/v. ``x_err``: |x̂ − x| ≤ x_err for the
+    x the norm reads (0: the given input), so the partial sums' roundings are bounded by their binades
+    (:func:`sorted_tree_squares`; squares rounded in c)."""
     D = xv.shape[-1]
     sq = xv * xv
+    err_sq = None if x_err is None else (np.abs(xv) + x_err) ** 2 * (1 + p.uc) - sq
     S = sq.sum(axis=-1, keepdims=True)
     v = S / D + eps
     with np.errstate(divide="ignore", invalid="ignore"):
         r = 1.0 / np.sqrt(v)
         rho = np.where(v > 0, (S / D) / v, 0.0)
-        var_S = p.uc**2 * (sorted_tree_squares(sq)[..., None] + 2 * (sq * sq).sum(-1, keepdims=True) + S * S)
+        partial = sorted_tree_squares(sq, err_sq, p.uc, 1.0 / D)[..., None]
+        var_S = p.uc**2 * (partial + 2 * (sq * sq).sum(-1, keepdims=True) + S * S)
         rel_S = np.where(S > 0, var_S / (S * S), 0.0)
     uc2 = p.uc * p.uc
     return r, rho, 0.25 * rho * rho * rel_S + 0.25 * uc2 * ((1 - rho) ** 2 + 1) + 2 * uc2
 
 
-def rmsnorm(x: np.ndarray, w: np.ndarray, eps: float, p: Precisions) -> tuple[np.ndarray, np.ndarray]:
-    """(y, var) for y = x·r·w (before the final rounding to t): r's relative error (:func:`_norm_r_var`) and the
-    roundings of x·r and ·w in c, and HF's x·r rounded to t. Underflow of the squares is the deterministic tier's
-    (rows near it are not :func:`model_rows`)."""
-    r, _, var_r = _norm_r_var(x, eps, p)
+def rmsnorm(
+    x: np.ndarray, w: np.ndarray, eps: float, p: Precisions, x_err: np.ndarray | float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """(y, var) for y = x·r·w (before the final rounding to t): r's relative error (:func:`_norm_r_var`; the x it
+    reads within ±x_err) and the roundings of x·r and ·w in c, and HF's x·r rounded to t. Underflow of the squares
+    is the deterministic tier's (rows near it are not :func:`model_rows`)."""
+    r, _, var_r = _norm_r_var(x, eps, p, x_err)
     y = x * r * w
     var = y * y * (var_r + 2 * p.uc * p.uc) + (_to_t(x * r, p) * w * w if p.narrow else 0.0)
     return y, var
@@ -291,15 +349,18 @@ def _silu(g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return sig, g * sig, sig * (1 + g * (1 - sig))
 
 
-def _swiglu_hidden(b: np.ndarray, Wg: np.ndarray, Wu: np.ndarray, p: Precisions) -> dict[str, np.ndarray]:
+def _swiglu_hidden(
+    b: np.ndarray, Wg: np.ndarray, Wu: np.ndarray, p: Precisions, b_err: np.ndarray | float | None = None
+) -> dict[str, np.ndarray]:
     """The hidden units of SwiGLU on rows b (exact) and the variance proxies of their own roundings, per unit:
     g, u (a D-term dot product each, possibly rounded to t), silu (4 roundings in c, possibly rounded to t), h = s·u
-    (one rounding in c, possibly rounded to t). ``c_g``, ``c_u``, ``c_s``: ∂h/∂g, ∂h/∂u, ∂h/∂s."""
+    (one rounding in c, possibly rounded to t). ``c_g``, ``c_u``, ``c_s``: ∂h/∂g, ∂h/∂u, ∂h/∂s. ``b_err``: the
+    b an implementation reads is within ±b_err (:func:`_linear_terms`; None: not known, the Block's)."""
     g, u = matmul(b, Wg.T), matmul(b, Wu.T)
     _, s, ds = _silu(g)
     h = s * u
-    var_g = _linear_var(b, Wg, p) + _to_t(g, p)
-    var_u = _linear_var(b, Wu, p) + _to_t(u, p)
+    var_g = _linear_var(b, Wg, p, a_err=b_err) + _to_t(g, p)
+    var_u = _linear_var(b, Wu, p, a_err=b_err) + _to_t(u, p)
     var_s = _in_c(s, p, 4.0) + (2 * np.abs(g) * p.tiny_c) ** 2 + _to_t(s, p)
     var_h = _in_c(h, p) + _to_t(h, p)
     c_g, c_u, c_s = u * ds, s, u
@@ -307,14 +368,18 @@ def _swiglu_hidden(b: np.ndarray, Wg: np.ndarray, Wu: np.ndarray, p: Precisions)
     return {"g": g, "u": u, "s": s, "h": h, "c_g": c_g, "c_u": c_u, "own": own}
 
 
-def swiglu(x: np.ndarray, Wg: np.ndarray, Wu: np.ndarray, Wd: np.ndarray, p: Precisions) -> tuple[Any, ...]:
+def swiglu(
+    x: np.ndarray, Wg: np.ndarray, Wu: np.ndarray, Wd: np.ndarray, p: Precisions, h_err: np.ndarray | None = None
+) -> tuple[Any, ...]:
     """(y, var, final) for y = W_d (silu(W_g x) ⊙ W_u x) on exact rows x (before the final rounding to t): every
     site of the hidden units (:func:`_swiglu_hidden`) through W_d (coefficient W_d,jf·∂h_f/∂site: the sites of
-    distinct units are distinct roundings) and W_d's products in ``var``, W_d's partial sums in ``final``."""
-    hid = _swiglu_hidden(x, Wg, Wu, p)
+    distinct units are distinct roundings) and W_d's products in ``var``, W_d's partial sums in ``final``. x is read
+    exactly and ``h_err`` bounds the computed hidden units (the deterministic bound's), so every dot product's
+    additions are bounded by their binades (:func:`_linear_terms`)."""
+    hid = _swiglu_hidden(x, Wg, Wu, p, b_err=0.0)
     Wd2 = Wd * Wd
     y = matmul(hid["h"], Wd.T)
-    own, final = _linear_final(hid["h"], Wd, p, Wd2)
+    own, final = _linear_final(hid["h"], Wd, p, Wd2, h_err)
     var = matmul(hid["own"], Wd2.T) + own
     return y, np.where(_squares_underflow(hid["s"], hid["h"], y)[:, None], np.inf, var), final
 

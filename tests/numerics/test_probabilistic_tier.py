@@ -64,6 +64,35 @@ def test_rmsnorm_random_rows_stay_within_both_tiers_in_every_order(dtype: torch.
     _check(worst, f"rmsnorm {dtype} worst error/allowed")
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_add_rmsnorm_random_rows_stay_within_both_tiers_in_every_order(dtype: torch.dtype) -> None:
+    """AddRMSNorm's tier (``bounds.add_rmsnorm(drawn=True)``: the norm reading ĥ within ±e of h, its partial sums
+    bounded by their binades) holds for every order of Σĥ² and both inputs an accepted norm reads — ĥ = fl_t(x + r)
+    (unfused) and fl_c(x + r) (fused) — with HF's roundings in 16-bit; rows like the stored case's (a nearly constant
+    stream plus a small branch: Σĥ² of nearly equal terms, where the sequential order's partial sums reach the
+    bound) and random ones."""
+    worst: dict[str, float] = {}
+    c = orders.compute_dtype(dtype)
+    for D in (64, 760, 8192):
+        rng = np.random.default_rng(D + 1)
+        noise = rng.standard_normal((3, D))
+        r = _exact(np.stack([1.0 + 2.0**-7 * noise[0], 4 * noise[1] + 1.0, 30 * noise[2]]), dtype)
+        x = _exact(rng.standard_normal((3, D)) * np.array([[2.0**-6], [1.0], [0.1]]), dtype)
+        w = _exact(rng.uniform(0.5, 1.5, D) * rng.choice((-1.0, 1.0), D), dtype)
+        xt, rt, wt = (torch.from_numpy(a).to(dtype) for a in (x, r, w))
+        b, _ = bounds.add_rmsnorm(xt, rt, wt, EPS, dtype, drawn=True)
+        assert b.prob is not None and np.isfinite(b.prob).all(), "random rows: the probabilistic tier applies"
+        gold, _ = golden.add_rmsnorm(xt, rt, wt, EPS)
+        fused = x.astype(c) + r.astype(c)
+        for reads, h in (("sum", fused), ("rounded", orders.to_t(fused, dtype))):
+            for order in orders.ORDERS:
+                for hf in _conventions(dtype):
+                    key = f"{order} {reads}" + (" (HF)" if hf else "")
+                    y = orders.rmsnorm(h, w, EPS, dtype, order, hf)
+                    worst[key] = max(worst.get(key, 0.0), _worst(y, gold, b, dtype))
+    _check(worst, f"add_rmsnorm {dtype} worst error/allowed")
+
+
 SWIGLU_SHAPES = [(24, 40), (3, 4096), pytest.param((4096, 3), marks=pytest.mark.slow),
                  pytest.param((256, 700), marks=pytest.mark.slow)]  # fmt: skip
 

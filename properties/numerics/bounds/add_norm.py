@@ -83,7 +83,7 @@ def add_rmsnorm(
     model = drawn and not p.tier_off and sites.model_rows(h, fmt(p.c).smallest_normal, p.uc)
     if np.any(model):
         with np.errstate(all="ignore"):
-            yv, own = sites.rmsnorm(h, w, float(eps), p)
+            yv, own = sites.rmsnorm(h, w, float(eps), p, x_err=e)  # the ĥ it reads: within ±e of h
             a = h * h / (np.mean(h * h, axis=-1, keepdims=True) + float(eps)) / h.shape[-1]
             sum_in = yv * yv * max(p.ut, p.uc) ** 2 * (1 - 2 * a + np.sum(a * a, axis=-1, keepdims=True))
         var = np.where(model[..., None], own + sum_in, np.inf)
