@@ -52,6 +52,7 @@ from properties.library.context import ContractFailure, SubjectCrash
 
 __all__ = [
     "DTYPES",
+    "Build",
     "Factory",
     "Link",
     "ProtocolError",
@@ -656,7 +657,7 @@ class RemoteModule(_Node):
         self._sync()
         reply = self._step("to", device=None if device is None else device.type, dtype=dtype)
         if not reply.get("same", True):
-            raise ContractFailure(f"{self._component}.to(...) returned another module, not the module itself")
+            raise _not_itself(self._component)
         self._adopt(reply)
         return self
 
@@ -896,8 +897,88 @@ class Factory:
             device=device,
         )  # fmt: skip
         if reply.get("not_module") is not None:
-            sig = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-            raise ContractFailure(
-                f"{self.component}({sig}) returned {str(reply['not_module'])[:60]}, not a torch.nn.Module"
-            )
+            raise _not_module(self.component, args, kwargs, reply["not_module"])
         return RemoteModule(self.link, handle, reply, self.component)
+
+
+def _not_module(component: str, args: Sequence[Any], kwargs: dict[str, Any], kind: Any) -> ContractFailure:
+    sig = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+    return ContractFailure(f"{component}({sig}) returned {str(kind)[:60]}, not a torch.nn.Module")
+
+
+def _not_itself(component: str) -> ContractFailure:
+    return ContractFailure(f"{component}.to(...) returned another module, not the module itself")
+
+
+class Build:
+    """A module built in the subject's process in one request (``build``), step by step as the judge sees it.
+
+    ``harness.construct`` takes the steps of a build — construct, ``.to(device, dtype)``, ``load_state_dict(strict)``
+    (where ``values`` are given), ``eval()`` (where ``evaluate``) — each under its own guard. Sent one by one, each
+    would be a round trip whose answer describes the whole module again. Here the first step sends them all: the
+    subject carries them out in this order and stops at the first that raises, changes a global setting, or gives
+    what the judge refuses, as the judge would have sent no later one (``subject_server.Server.op_build``). Each
+    step then replays its own outcome inside its own guard, in the order its request would have: the settings it
+    changed reported (``state.report``), its exception raised (:func:`raised`), then the judge's own refusal
+    (:class:`~properties.library.context.ContractFailure`) — so a failure names the same step, with the same
+    cause, as the step's own request did (``Factory.__call__``, ``RemoteModule.to`` / ``load_state_dict`` /
+    ``train``). An outcome the subject did not report for a step the judge reaches is a malformed answer."""
+
+    def __init__(
+        self, factory: Factory, args: tuple, kwargs: dict, device: str, dtype: torch.dtype,
+        values: dict[str, torch.Tensor] | None, evaluate: bool,
+    ) -> None:  # fmt: skip
+        self.factory, self.args, self.kwargs, self.values, self.evaluate = factory, args, kwargs, values, evaluate
+        self.device, self.dtype = torch._C._nn._parse_to(device=device, dtype=dtype)[:2]
+        self.outcomes: list[tuple[list[str], Any]] = []
+        self.reply: dict[str, Any] = {}
+        self.module: RemoteModule | None = None
+
+    def construct(self) -> RemoteModule:
+        link, handle = self.factory.link, f"m{next(_HANDLES)}"
+        values = None if self.values is None else {k: v.detach() for k, v in self.values.items()}
+        self.reply = link.request(
+            "build", impl=self.factory.spec, component=self.factory.component, args=list(self.args),
+            kwargs=self.kwargs, new=handle, device=torch.get_default_device().type,
+            to=self.device.type, dtype=self.dtype, values=values,
+            evaluate=self.evaluate,
+        )  # fmt: skip
+        steps = self.reply.get("steps")
+        if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
+            raise link._fail("sent a malformed answer: a build without the outcome of its steps")
+        for s in steps:
+            changed, error = s.get("changed") or [], s.get("error")
+            if not isinstance(changed, list) or not all(isinstance(c, str) for c in changed):
+                raise link._fail("sent a malformed answer: changed is not a list of strings")
+            if error is not None and not (isinstance(error, dict) and isinstance(error.get("type"), str)):
+                raise link._fail(f"sent a malformed error: {str(error)[:80]}")
+            self.outcomes.append(([c[:200] for c in changed], error))
+        self._replay(0)
+        if self.reply.get("not_module") is not None:
+            raise _not_module(self.factory.component, self.args, self.kwargs, self.reply["not_module"])
+        self.module = RemoteModule(link, handle, self.reply, self.factory.component)
+        return self.module
+
+    def to(self) -> RemoteModule:
+        self._replay(1)
+        if not self.reply.get("same", True):
+            raise _not_itself(self.factory.component)
+        return self.module
+
+    def load_state_dict(self) -> Any:
+        self._replay(2)
+        return torch.nn.modules.module._IncompatibleKeys([], [])
+
+    def eval(self) -> RemoteModule:
+        self._replay(3 if self.values is not None else 2)
+        return self.module
+
+    def _replay(self, k: int) -> None:
+        """Step k's outcome, as its own request would have answered: its changed settings reported, its exception
+        raised."""
+        if k >= len(self.outcomes):
+            raise self.factory.link._fail(f"sent a malformed answer: a build without the outcome of step {k + 1}")
+        changed, error = self.outcomes[k]
+        state.report(changed)
+        if error is not None:
+            raise raised(error["type"][:80], str(error.get("message", ""))[:2000])
