@@ -75,6 +75,7 @@ class Server:
         self.grads: dict[str, dict[str, Any]] = {}  # handle → name → the state of .grad the judge last saw
         self._count = itertools.count(1)
         self.spans: dict[str, list | None] = {}
+        self.echoes: dict[int, str] = {}  # id(our tensor) → the rid of the judge's tensor of this request it equals
         self.by_key: dict[int, torch.Tensor] = {}  # the judge's storage address → the storage we made for it
 
     # ---- loading
@@ -121,6 +122,12 @@ class Server:
             self.seen.pop(name, None)
             self.grads.pop(name, None)
             self.calls.pop(name, None)
+
+    def _echo(self, t: torch.Tensor) -> dict[str, Any] | None:
+        """How a reply refers to our tensor t that holds the bytes of one the judge sent with the request
+        (``echoes``; ``remote.Link.request``: the judge's copy of its own), instead of its bytes."""
+        rid = self.echoes.get(id(t))
+        return None if rid is None else {"__ref__": rid}
 
     def _resolve(self, desc: dict[str, Any]) -> torch.Tensor:
         t = self.objects.get(desc.get("__ref__"))
@@ -245,6 +252,10 @@ class Server:
                 reply.update(self.describe(new))
             except BaseException as exc:
                 reply["steps"] = [{**reply["steps"][0], "error": _error(exc)}]
+            for name, d in reply.get("params", {}).items():  # loaded as sent: the judge has these bytes
+                sent = (values or {}).get(name)
+                if sent is not None and id(sent) in self.rids and _echoes(d["tensor"], sent):
+                    self.echoes[id(d["tensor"])] = self.rids[id(sent)]
         if "modules" not in reply:
             self.release([new])
         return reply
@@ -377,7 +388,7 @@ class Server:
                 return
             op = header.get("op")
             reply: dict[str, Any] = {"op": op}
-            self.spans = {}
+            self.spans, self.echoes = {}, {}
             self.release(header.get("release") or [])
             try:
                 fields = remote.unpack(
@@ -401,7 +412,20 @@ class Server:
                 reply["error"] = _error(exc)
             reply["spans"] = self.spans
             bufs_out: list[Any] = []
-            remote.send(self.conn, remote.pack(reply, bufs_out), bufs_out)
+            remote.send(self.conn, remote.pack(reply, bufs_out, self._echo), bufs_out)
+
+
+def _echoes(ours: torch.Tensor, theirs: torch.Tensor) -> bool:
+    """Whether the judge's copy of ``theirs`` (a tensor it sent: a fresh contiguous clone) is exactly the tensor
+    that ``ours``'s bytes would arrive as: the same dtype, shape and bytes, both contiguous with the same strides,
+    ours its whole storage from its start (what :func:`remote.tensor_of` makes of its bytes)."""
+    return (
+        ours.device.type == theirs.device.type == "cpu"
+        and ours.is_contiguous() and theirs.is_contiguous() and ours.stride() == theirs.stride()
+        and ours.storage_offset() == 0
+        and ours.untyped_storage().nbytes() == ours.numel() * ours.element_size()
+        and _same_bytes(ours, theirs)
+    )  # fmt: skip
 
 
 def _error(exc: BaseException) -> dict[str, str]:
