@@ -38,9 +38,11 @@ import functools
 import itertools
 import json
 import math
+import os
 import struct
 import weakref
 from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy
@@ -247,9 +249,9 @@ def tensor_of(desc: dict[str, Any], bufs: Sequence[Any], local: dict[int, torch.
     if len(raw) < need * size:
         raise ProtocolError(f"tensor {tuple(shape)} {dtype} needs {need * size} bytes of storage, got {len(raw)}")
     local = {} if local is None else local
-    if index not in local:  # one fresh storage per buffer: torch.empty, then a byte copy
-        storage = torch.empty(len(raw), dtype=torch.uint8)
-        if len(raw):
+    if index not in local:  # one fresh storage per buffer: read into one (receive), or torch.empty and a byte copy
+        storage = raw if isinstance(raw, torch.Tensor) else torch.empty(len(raw), dtype=torch.uint8)
+        if len(raw) and storage is not raw:
             storage.numpy()[:] = numpy.frombuffer(raw, dtype=numpy.uint8)  # (the message's bytes: read-only)
         local[index] = storage.to("cuda") if device == "cuda" else storage
     base = local[index]
@@ -308,20 +310,58 @@ _PREFIX = struct.Struct("<Q")  # a frame: the header's length, the JSON header, 
 
 def send(conn: Any, header: dict[str, Any], bufs: Sequence[Any] = ()) -> None:
     """One frame, one message (one write, one wake-up of the reader): the JSON header — with the buffers' sizes —
-    then each buffer's bytes."""
+    then each buffer's bytes. On a multiprocessing Connection, in its framing, written from the buffers where they
+    lie (``os.writev``: no copy of them into one message first)."""
     views = [memoryview(b).cast("B") for b in bufs]
     raw = json.dumps({**header, "nbuf": len(views), "sizes": [v.nbytes for v in views]}).encode()
-    conn.send_bytes(b"".join([_PREFIX.pack(len(raw)), raw, *views]))
+    pieces = [_PREFIX.pack(len(raw)), raw, *views]
+    if not isinstance(conn, Connection):
+        conn.send_bytes(b"".join(pieces))
+        return
+    n = sum(v.nbytes for v in views) + _PREFIX.size + len(raw)
+    length = struct.pack("!i", n) if n <= 0x7FFFFFFF else struct.pack("!iQ", -1, n)  # (multiprocessing's framing)
+    pieces = [memoryview(length), *map(memoryview, pieces[:2]), *views]
+    while pieces:
+        done = os.writev(conn.fileno(), pieces[:_IOV_MAX])
+        while pieces and done >= pieces[0].nbytes:
+            done -= pieces.pop(0).nbytes
+        if pieces and done:
+            pieces[0] = pieces[0][done:]
 
 
-def receive(conn: Any, max_buffer: int = 1 << 40) -> tuple[dict[str, Any], list[memoryview]]:
-    """One frame (ProtocolError when it is not one; EOFError / OSError when the link is closed): its header and
-    its buffers (views of the message, checked to be exactly the sizes the header gives)."""
+_IOV_MAX = 512  # pieces per writev (Linux allows 1024)
+
+
+def receive(conn: Any, max_buffer: int = 1 << 40) -> tuple[dict[str, Any], list[Any]]:
+    """One frame (ProtocolError when it is not one; EOFError / OSError when the link is closed; MemoryError when
+    it claims more than can be held): its header and its buffers, checked to be exactly the sizes the header
+    gives. On a multiprocessing Connection each buffer is read straight into a fresh uint8 tensor of its own
+    (:func:`tensor_of` makes its tensors over it); otherwise views of the one message."""
+    if isinstance(conn, Connection):
+        (n,) = struct.unpack("!i", _read(conn, 4, first=True))
+        n = struct.unpack("!Q", _read(conn, 8))[0] if n == -1 else n
+        if n > max_buffer:
+            raise OSError("bad message length")
+        start = _read(conn, min(n, _PREFIX.size))
+        n_header = _PREFIX.unpack_from(start)[0] if len(start) == _PREFIX.size else None
+        if n_header is None or n_header > MAX_HEADER or _PREFIX.size + n_header > n:
+            raise ProtocolError(f"a frame that does not start with a header's length: {bytes(start)[:40]!r}")
+        header, sizes = _header(bytes(_read(conn, n_header)), n - _PREFIX.size - n_header)
+        return header, [_read(conn, k, fresh=True) for k in sizes]
     message = memoryview(conn.recv_bytes(max_buffer))
     if message.nbytes < _PREFIX.size or (n_header := _PREFIX.unpack_from(message)[0]) > MAX_HEADER:
         raise ProtocolError(f"a frame that does not start with a header's length: {bytes(message[:40])!r}")
     end = _PREFIX.size + n_header
-    raw = bytes(message[_PREFIX.size : end])
+    header, sizes = _header(bytes(message[_PREFIX.size : end]), message.nbytes - end)
+    bufs = []
+    for k in sizes:
+        bufs.append(message[end : end + k])
+        end += k
+    return header, bufs
+
+
+def _header(raw: bytes, rest: int) -> tuple[dict[str, Any], list[int]]:
+    """A frame's header, checked, and its buffers' sizes (``rest``: the bytes that follow the header)."""
     try:
         header = json.loads(raw)
     except (ValueError, RecursionError) as exc:
@@ -335,13 +375,32 @@ def receive(conn: Any, max_buffer: int = 1 << 40) -> tuple[dict[str, Any], list[
         raise ProtocolError(f"a header with buffer count {n!r}")
     if not isinstance(sizes, list) or len(sizes) != n or not all(type(k) is int and k >= 0 for k in sizes):
         raise ProtocolError(f"a header whose buffer sizes are {str(sizes)[:80]}, not {n} byte counts")
-    if end + sum(sizes) != message.nbytes:
-        raise ProtocolError(f"a frame of {message.nbytes} bytes for a header of {end} and buffers of {sum(sizes)}")
-    bufs = []
-    for k in sizes:
-        bufs.append(message[end : end + k])
-        end += k
-    return header, bufs
+    if sum(sizes) != rest:
+        end = _PREFIX.size + len(raw)
+        raise ProtocolError(f"a frame of {end + rest} bytes for a header of {end} and buffers of {sum(sizes)}")
+    return header, sizes
+
+
+def _read(conn: Connection, n: int, *, fresh: bool = False, first: bool = False) -> Any:
+    """Exactly n bytes of the link: a bytearray, or with ``fresh`` a new uint8 tensor (MemoryError where it cannot
+    be had). Its end is EOFError before the ``first`` bytes of a message, OSError within one (as multiprocessing's
+    ``recv_bytes``)."""
+    if fresh:
+        try:
+            out = torch.empty(n, dtype=torch.uint8)
+        except RuntimeError as exc:
+            raise MemoryError(str(exc)[:200]) from None
+        view = memoryview(out.numpy()) if n else memoryview(b"")
+    else:
+        out = bytearray(n)
+        view = memoryview(out)
+    pos = 0
+    while pos < n:
+        got = os.readv(conn.fileno(), [view[pos:]])
+        if got == 0:
+            raise EOFError if first and pos == 0 else OSError("got end of file during message")
+        pos += got
+    return out
 
 
 # ------------------------------------------------------------------------------------------------- the link
