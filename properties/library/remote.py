@@ -12,21 +12,22 @@ imports the implementation under test. The implementation runs in its own *subje
   whose parameters and buffers are local tensors mirroring the subject's. Its forward is an autograd Function that
   sends the inputs and returns the subject's outputs as fresh local tensors; its backward asks the subject for the
   vector–Jacobian product against the call's saved graph. Module steps — ``to``, ``train``/``eval``,
-  ``load_state_dict`` — are requests; an in-place change of a local parameter (an optimizer-style update), a
-  parameter assigned to the module (tied weights) and a parameter changed by ``requires_grad_`` are sent before
-  the next call; a parameter replaced for one call (``torch.func.functional_call``) travels with that call as a
-  differentiable input.
+  ``load_state_dict`` — are requests (all of a harness build's steps: one request, :class:`Build`); an in-place change
+  of a local parameter (an optimizer-style update), a parameter assigned to the module (tied weights) and a parameter
+  changed by ``requires_grad_`` are sent before the next call; a parameter replaced for one call
+  (``torch.func.functional_call``) travels with that call as a differentiable input.
 
 The wire (:class:`Link`): a frame is one message — a JSON header, then raw byte buffers — never pickle. A tensor is
 described in the header by dtype, shape, strides and storage offset, its storage bytes following as a buffer; on
 arrival (:func:`unpack`) the description is checked (a known dtype, integer sizes, the buffer exactly the bytes the
-layout needs) and the tensor is made fresh — ``torch.empty`` and a byte copy — so what arrives is a plain
-``torch.Tensor`` whatever the subject's object was. A malformed frame, a frame too large, an answer of the wrong
-kind or a closed link is the subject's failure (:class:`~properties.library.context.SubjectCrash`), never a crash
-of the judge. What the subject reports about its own outputs — a write into an input or a parameter (the new
-bytes, written into the local tensor), where its outputs, inputs and parameters lie in its memory (:func:`span`:
-the call protocols' aliasing checks), an output's bytes re-read later (:func:`reread`), a global setting it
-changed (``state.report``) — is its answer, judged here like any output.
+layout needs) and the tensor is made fresh — over a ``torch.empty`` its buffer was read into, or one its bytes were
+copied into — so what arrives is a plain ``torch.Tensor`` whatever the subject's object was (or, where the subject
+names one, a fresh copy of a tensor the judge sent with the request). A malformed frame, a frame too large, an answer
+of the wrong kind or a closed link is the subject's failure (:class:`~properties.library.context.SubjectCrash`), never
+a crash of the judge. What the subject reports about its own outputs — a write into an input or a parameter (the new
+bytes, written into the local tensor), where its outputs, inputs and parameters lie in its memory (:func:`span`: the
+call protocols' aliasing checks), an output's bytes re-read later (:func:`reread`), a global setting it changed
+(``state.report``) — is its answer, judged here like any output.
 """
 
 from __future__ import annotations
