@@ -69,19 +69,61 @@ def guard(step: str, fn: Callable[[], Any], cause: str) -> Any:
 
 
 def construct(
-    impl: Implementation, component: str, args: tuple[Any, ...], kwargs: dict[str, Any], dtype: torch.dtype, device: str
+    impl: Implementation,
+    component: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    dtype: torch.dtype,
+    device: str,
+    values: dict[str, torch.Tensor] | None = None,
+    *,
+    evaluate: bool = False,
 ) -> nn.Module:
-    """``component(*args, **kwargs)`` moved to (device, dtype), nothing loaded (NotProvided → skipped)."""
+    """``component(*args, **kwargs)`` moved to (device, dtype), ``values`` loaded strictly where given, eval()
+    where ``evaluate`` (NotProvided → skipped). Each step but eval is guarded under its own name. A component of
+    the subject's process takes every step in one request (``remote.Build``), each guard replaying its own step."""
     __tracebackhide__ = True
     factory = impl.factory(component)  # NotProvided → skipped by the runner
+    steps = (remote.Build if isinstance(factory, remote.Factory) else _Steps)(
+        factory, args, kwargs, device, dtype, values, evaluate
+    )
     sig = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-    module = guard(f"{component}({sig})", lambda: factory(*args, **kwargs), "contract")
+    module = guard(f"{component}({sig})", steps.construct, "contract")
     if not isinstance(module, nn.Module):
         fail(f"{component}({sig}) returned {type(module).__name__}, not a torch.nn.Module", "contract")
-    step = f"{component}.to(device={device!r}, dtype={dtype})"
-    moved = guard(step, lambda: module.to(device=device, dtype=dtype), "contract")
+    moved = guard(f"{component}.to(device={device!r}, dtype={dtype})", steps.to, "contract")
     context.record_build(moved, component, args, kwargs)  # how it was built, for the diagnosis of a failure
-    return moved
+    if values is not None:
+        step = f"{component}.load_state_dict(strict=True) with keys {sorted(values)}"
+        guard(step, steps.load_state_dict, "contract")
+    return steps.eval() if evaluate else moved
+
+
+class _Steps:
+    """The steps of :func:`construct` taken in this process, one by one (``remote.Build``: the subject's)."""
+
+    def __init__(
+        self, factory: Callable[..., Any], args: tuple, kwargs: dict, device: str, dtype: torch.dtype,
+        values: dict[str, torch.Tensor] | None, evaluate: bool,
+    ) -> None:  # fmt: skip
+        self.factory, self.args, self.kwargs, self.device, self.dtype, self.values = (
+            factory, args, kwargs, device, dtype, values
+        )  # fmt: skip
+        self.module: Any = None
+
+    def construct(self) -> Any:
+        self.module = self.factory(*self.args, **self.kwargs)
+        return self.module
+
+    def to(self) -> Any:
+        self.module = self.module.to(device=self.device, dtype=self.dtype)
+        return self.module
+
+    def load_state_dict(self) -> Any:
+        return self.module.load_state_dict(self.values, strict=True)
+
+    def eval(self) -> Any:
+        return self.module.eval()
 
 
 def build(
@@ -101,12 +143,8 @@ def build(
     __tracebackhide__ = True
 
     def make(d: torch.dtype, values: dict[str, torch.Tensor], load: bool = True) -> nn.Module:
-        module = construct(impl, component, args, kwargs, d, device)
-        if load:
-            values = {k: v.to(device=device, dtype=d) for k, v in values.items()}
-            step = f"{component}.load_state_dict(strict=True) with keys {sorted(values)}"
-            guard(step, lambda: module.load_state_dict(values, strict=True), "contract")
-        module = module.eval()  # inference numerics: no dropout (the contract's forward has none)
+        loaded = {k: v.to(device=device, dtype=d) for k, v in values.items()} if load else None
+        module = construct(impl, component, args, kwargs, d, device, loaded, evaluate=True)  # eval: inference numerics
         return wrap(module) if wrap is not None else module
 
     s = protocols.session()

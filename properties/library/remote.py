@@ -12,21 +12,22 @@ imports the implementation under test. The implementation runs in its own *subje
   whose parameters and buffers are local tensors mirroring the subject's. Its forward is an autograd Function that
   sends the inputs and returns the subject's outputs as fresh local tensors; its backward asks the subject for the
   vector–Jacobian product against the call's saved graph. Module steps — ``to``, ``train``/``eval``,
-  ``load_state_dict`` — are requests; an in-place change of a local parameter (an optimizer-style update), a
-  parameter assigned to the module (tied weights) and a parameter changed by ``requires_grad_`` are sent before
-  the next call; a parameter replaced for one call (``torch.func.functional_call``) travels with that call as a
-  differentiable input.
+  ``load_state_dict`` — are requests (all of a harness build's steps: one request, :class:`Build`); an in-place change
+  of a local parameter (an optimizer-style update), a parameter assigned to the module (tied weights) and a parameter
+  changed by ``requires_grad_`` are sent before the next call; a parameter replaced for one call
+  (``torch.func.functional_call``) travels with that call as a differentiable input.
 
 The wire (:class:`Link`): a frame is one message — a JSON header, then raw byte buffers — never pickle. A tensor is
 described in the header by dtype, shape, strides and storage offset, its storage bytes following as a buffer; on
 arrival (:func:`unpack`) the description is checked (a known dtype, integer sizes, the buffer exactly the bytes the
-layout needs) and the tensor is made fresh — ``torch.empty`` and a byte copy — so what arrives is a plain
-``torch.Tensor`` whatever the subject's object was. A malformed frame, a frame too large, an answer of the wrong
-kind or a closed link is the subject's failure (:class:`~properties.library.context.SubjectCrash`), never a crash
-of the judge. What the subject reports about its own outputs — a write into an input or a parameter (the new
-bytes, written into the local tensor), where its outputs, inputs and parameters lie in its memory (:func:`span`:
-the call protocols' aliasing checks), an output's bytes re-read later (:func:`reread`), a global setting it
-changed (``state.report``) — is its answer, judged here like any output.
+layout needs) and the tensor is made fresh — over a ``torch.empty`` its buffer was read into, or one its bytes were
+copied into — so what arrives is a plain ``torch.Tensor`` whatever the subject's object was (or, where the subject
+names one, a fresh copy of a tensor the judge sent with the request). A malformed frame, a frame too large, an answer
+of the wrong kind or a closed link is the subject's failure (:class:`~properties.library.context.SubjectCrash`), never
+a crash of the judge. What the subject reports about its own outputs — a write into an input or a parameter (the new
+bytes, written into the local tensor), where its outputs, inputs and parameters lie in its memory (:func:`span`: the
+call protocols' aliasing checks), an output's bytes re-read later (:func:`reread`), a global setting it changed
+(``state.report``) — is its answer, judged here like any output.
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ import functools
 import itertools
 import json
 import math
+import os
 import struct
 import weakref
 from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy
@@ -52,6 +55,7 @@ from properties.library.context import ContractFailure, SubjectCrash
 
 __all__ = [
     "DTYPES",
+    "Build",
     "Factory",
     "Link",
     "ProtocolError",
@@ -246,9 +250,9 @@ def tensor_of(desc: dict[str, Any], bufs: Sequence[Any], local: dict[int, torch.
     if len(raw) < need * size:
         raise ProtocolError(f"tensor {tuple(shape)} {dtype} needs {need * size} bytes of storage, got {len(raw)}")
     local = {} if local is None else local
-    if index not in local:  # one fresh storage per buffer: torch.empty, then a byte copy
-        storage = torch.empty(len(raw), dtype=torch.uint8)
-        if len(raw):
+    if index not in local:  # one fresh storage per buffer: read into one (receive), or torch.empty and a byte copy
+        storage = raw if isinstance(raw, torch.Tensor) else torch.empty(len(raw), dtype=torch.uint8)
+        if len(raw) and storage is not raw:
             storage.numpy()[:] = numpy.frombuffer(raw, dtype=numpy.uint8)  # (the message's bytes: read-only)
         local[index] = storage.to("cuda") if device == "cuda" else storage
     base = local[index]
@@ -307,20 +311,58 @@ _PREFIX = struct.Struct("<Q")  # a frame: the header's length, the JSON header, 
 
 def send(conn: Any, header: dict[str, Any], bufs: Sequence[Any] = ()) -> None:
     """One frame, one message (one write, one wake-up of the reader): the JSON header — with the buffers' sizes —
-    then each buffer's bytes."""
+    then each buffer's bytes. On a multiprocessing Connection, in its framing, written from the buffers where they
+    lie (``os.writev``: no copy of them into one message first)."""
     views = [memoryview(b).cast("B") for b in bufs]
     raw = json.dumps({**header, "nbuf": len(views), "sizes": [v.nbytes for v in views]}).encode()
-    conn.send_bytes(b"".join([_PREFIX.pack(len(raw)), raw, *views]))
+    pieces = [_PREFIX.pack(len(raw)), raw, *views]
+    if not isinstance(conn, Connection):
+        conn.send_bytes(b"".join(pieces))
+        return
+    n = sum(v.nbytes for v in views) + _PREFIX.size + len(raw)
+    length = struct.pack("!i", n) if n <= 0x7FFFFFFF else struct.pack("!iQ", -1, n)  # (multiprocessing's framing)
+    pieces = [memoryview(length), *map(memoryview, pieces[:2]), *views]
+    while pieces:
+        done = os.writev(conn.fileno(), pieces[:_IOV_MAX])
+        while pieces and done >= pieces[0].nbytes:
+            done -= pieces.pop(0).nbytes
+        if pieces and done:
+            pieces[0] = pieces[0][done:]
 
 
-def receive(conn: Any, max_buffer: int = 1 << 40) -> tuple[dict[str, Any], list[memoryview]]:
-    """One frame (ProtocolError when it is not one; EOFError / OSError when the link is closed): its header and
-    its buffers (views of the message, checked to be exactly the sizes the header gives)."""
+_IOV_MAX = 512  # pieces per writev (Linux allows 1024)
+
+
+def receive(conn: Any, max_buffer: int = 1 << 40) -> tuple[dict[str, Any], list[Any]]:
+    """One frame (ProtocolError when it is not one; EOFError / OSError when the link is closed; MemoryError when
+    it claims more than can be held): its header and its buffers, checked to be exactly the sizes the header
+    gives. On a multiprocessing Connection each buffer is read straight into a fresh uint8 tensor of its own
+    (:func:`tensor_of` makes its tensors over it); otherwise views of the one message."""
+    if isinstance(conn, Connection):
+        (n,) = struct.unpack("!i", _read(conn, 4, first=True))
+        n = struct.unpack("!Q", _read(conn, 8))[0] if n == -1 else n
+        if n > max_buffer:
+            raise OSError("bad message length")
+        start = _read(conn, min(n, _PREFIX.size))
+        n_header = _PREFIX.unpack_from(start)[0] if len(start) == _PREFIX.size else None
+        if n_header is None or n_header > MAX_HEADER or _PREFIX.size + n_header > n:
+            raise ProtocolError(f"a frame that does not start with a header's length: {bytes(start)[:40]!r}")
+        header, sizes = _header(bytes(_read(conn, n_header)), n - _PREFIX.size - n_header)
+        return header, [_read(conn, k, fresh=True) for k in sizes]
     message = memoryview(conn.recv_bytes(max_buffer))
     if message.nbytes < _PREFIX.size or (n_header := _PREFIX.unpack_from(message)[0]) > MAX_HEADER:
         raise ProtocolError(f"a frame that does not start with a header's length: {bytes(message[:40])!r}")
     end = _PREFIX.size + n_header
-    raw = bytes(message[_PREFIX.size : end])
+    header, sizes = _header(bytes(message[_PREFIX.size : end]), message.nbytes - end)
+    bufs = []
+    for k in sizes:
+        bufs.append(message[end : end + k])
+        end += k
+    return header, bufs
+
+
+def _header(raw: bytes, rest: int) -> tuple[dict[str, Any], list[int]]:
+    """A frame's header, checked, and its buffers' sizes (``rest``: the bytes that follow the header)."""
     try:
         header = json.loads(raw)
     except (ValueError, RecursionError) as exc:
@@ -334,13 +376,32 @@ def receive(conn: Any, max_buffer: int = 1 << 40) -> tuple[dict[str, Any], list[
         raise ProtocolError(f"a header with buffer count {n!r}")
     if not isinstance(sizes, list) or len(sizes) != n or not all(type(k) is int and k >= 0 for k in sizes):
         raise ProtocolError(f"a header whose buffer sizes are {str(sizes)[:80]}, not {n} byte counts")
-    if end + sum(sizes) != message.nbytes:
-        raise ProtocolError(f"a frame of {message.nbytes} bytes for a header of {end} and buffers of {sum(sizes)}")
-    bufs = []
-    for k in sizes:
-        bufs.append(message[end : end + k])
-        end += k
-    return header, bufs
+    if sum(sizes) != rest:
+        end = _PREFIX.size + len(raw)
+        raise ProtocolError(f"a frame of {end + rest} bytes for a header of {end} and buffers of {sum(sizes)}")
+    return header, sizes
+
+
+def _read(conn: Connection, n: int, *, fresh: bool = False, first: bool = False) -> Any:
+    """Exactly n bytes of the link: a bytearray, or with ``fresh`` a new uint8 tensor (MemoryError where it cannot
+    be had). Its end is EOFError before the ``first`` bytes of a message, OSError within one (as multiprocessing's
+    ``recv_bytes``)."""
+    if fresh:
+        try:
+            out = torch.empty(n, dtype=torch.uint8)
+        except RuntimeError as exc:
+            raise MemoryError(str(exc)[:200]) from None
+        view = memoryview(out.numpy()) if n else memoryview(b"")
+    else:
+        out = bytearray(n)
+        view = memoryview(out)
+    pos = 0
+    while pos < n:
+        got = os.readv(conn.fileno(), [view[pos:]])
+        if got == 0:
+            raise EOFError if first and pos == 0 else OSError("got end of file during message")
+        pos += got
+    return out
 
 
 # ------------------------------------------------------------------------------------------------- the link
@@ -432,6 +493,13 @@ class Link:
             sent.append((t, f"j{next(_RIDS)}"))  # a write through .data, as gradcheck's, bumps no version counter)
             return sent[-1][1]
 
+        def echo(desc: dict[str, Any]) -> torch.Tensor:  # the subject's tensor that holds the bytes of one we sent
+            rid = desc.get("__ref__")
+            for t, r in sent:
+                if r == rid and t.is_contiguous():
+                    return t.detach().clone()
+            raise ProtocolError(f"a reference to {str(rid)[:20]!r}, no tensor of the request")
+
         header = {"op": op, **pack(fields, bufs, known), "release": self.pending}
         self.pending = []
         try:
@@ -454,7 +522,7 @@ class Link:
                 raise ProtocolError("spans is not an object")
             for t, rid in sent:
                 self.known.put(t, rid, _checked_span(spans.get(rid)))
-            out = unpack({k: v for k, v in reply.items() if k not in ("spans", "changed", "error")}, rbufs)
+            out = unpack({k: v for k, v in reply.items() if k not in ("spans", "changed", "error")}, rbufs, echo)
             changed = reply.get("changed") or []
             if not isinstance(changed, list) or not all(isinstance(c, str) for c in changed):
                 raise ProtocolError("changed is not a list of strings")
@@ -656,7 +724,7 @@ class RemoteModule(_Node):
         self._sync()
         reply = self._step("to", device=None if device is None else device.type, dtype=dtype)
         if not reply.get("same", True):
-            raise ContractFailure(f"{self._component}.to(...) returned another module, not the module itself")
+            raise _not_itself(self._component)
         self._adopt(reply)
         return self
 
@@ -896,8 +964,88 @@ class Factory:
             device=device,
         )  # fmt: skip
         if reply.get("not_module") is not None:
-            sig = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-            raise ContractFailure(
-                f"{self.component}({sig}) returned {str(reply['not_module'])[:60]}, not a torch.nn.Module"
-            )
+            raise _not_module(self.component, args, kwargs, reply["not_module"])
         return RemoteModule(self.link, handle, reply, self.component)
+
+
+def _not_module(component: str, args: Sequence[Any], kwargs: dict[str, Any], kind: Any) -> ContractFailure:
+    sig = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+    return ContractFailure(f"{component}({sig}) returned {str(kind)[:60]}, not a torch.nn.Module")
+
+
+def _not_itself(component: str) -> ContractFailure:
+    return ContractFailure(f"{component}.to(...) returned another module, not the module itself")
+
+
+class Build:
+    """A module built in the subject's process in one request (``build``), step by step as the judge sees it.
+
+    ``harness.construct`` takes the steps of a build — construct, ``.to(device, dtype)``, ``load_state_dict(strict)``
+    (where ``values`` are given), ``eval()`` (where ``evaluate``) — each under its own guard. Sent one by one, each
+    would be a round trip whose answer describes the whole module again. Here the first step sends them all: the
+    subject carries them out in this order and stops at the first that raises, changes a global setting, or gives
+    what the judge refuses, as the judge would have sent no later one (``subject_server.Server.op_build``). Each
+    step then replays its own outcome inside its own guard, in the order its request would have: the settings it
+    changed reported (``state.report``), its exception raised (:func:`raised`), then the judge's own refusal
+    (:class:`~properties.library.context.ContractFailure`) — so a failure names the same step, with the same
+    cause, as the step's own request did (``Factory.__call__``, ``RemoteModule.to`` / ``load_state_dict`` /
+    ``train``). An outcome the subject did not report for a step the judge reaches is a malformed answer."""
+
+    def __init__(
+        self, factory: Factory, args: tuple, kwargs: dict, device: str, dtype: torch.dtype,
+        values: dict[str, torch.Tensor] | None, evaluate: bool,
+    ) -> None:  # fmt: skip
+        self.factory, self.args, self.kwargs, self.values, self.evaluate = factory, args, kwargs, values, evaluate
+        self.device, self.dtype = torch._C._nn._parse_to(device=device, dtype=dtype)[:2]
+        self.outcomes: list[tuple[list[str], Any]] = []
+        self.reply: dict[str, Any] = {}
+        self.module: RemoteModule | None = None
+
+    def construct(self) -> RemoteModule:
+        link, handle = self.factory.link, f"m{next(_HANDLES)}"
+        values = None if self.values is None else {k: v.detach() for k, v in self.values.items()}
+        self.reply = link.request(
+            "build", impl=self.factory.spec, component=self.factory.component, args=list(self.args),
+            kwargs=self.kwargs, new=handle, device=torch.get_default_device().type,
+            to=self.device.type, dtype=self.dtype, values=values,
+            evaluate=self.evaluate,
+        )  # fmt: skip
+        steps = self.reply.get("steps")
+        if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
+            raise link._fail("sent a malformed answer: a build without the outcome of its steps")
+        for s in steps:
+            changed, error = s.get("changed") or [], s.get("error")
+            if not isinstance(changed, list) or not all(isinstance(c, str) for c in changed):
+                raise link._fail("sent a malformed answer: changed is not a list of strings")
+            if error is not None and not (isinstance(error, dict) and isinstance(error.get("type"), str)):
+                raise link._fail(f"sent a malformed error: {str(error)[:80]}")
+            self.outcomes.append(([c[:200] for c in changed], error))
+        self._replay(0)
+        if self.reply.get("not_module") is not None:
+            raise _not_module(self.factory.component, self.args, self.kwargs, self.reply["not_module"])
+        self.module = RemoteModule(link, handle, self.reply, self.factory.component)
+        return self.module
+
+    def to(self) -> RemoteModule:
+        self._replay(1)
+        if not self.reply.get("same", True):
+            raise _not_itself(self.factory.component)
+        return self.module
+
+    def load_state_dict(self) -> Any:
+        self._replay(2)
+        return torch.nn.modules.module._IncompatibleKeys([], [])
+
+    def eval(self) -> RemoteModule:
+        self._replay(3 if self.values is not None else 2)
+        return self.module
+
+    def _replay(self, k: int) -> None:
+        """Step k's outcome, as its own request would have answered: its changed settings reported, its exception
+        raised."""
+        if k >= len(self.outcomes):
+            raise self.factory.link._fail(f"sent a malformed answer: a build without the outcome of step {k + 1}")
+        changed, error = self.outcomes[k]
+        state.report(changed)
+        if error is not None:
+            raise raised(error["type"][:80], str(error.get("message", ""))[:2000])

@@ -75,6 +75,7 @@ class Server:
         self.grads: dict[str, dict[str, Any]] = {}  # handle → name → the state of .grad the judge last saw
         self._count = itertools.count(1)
         self.spans: dict[str, list | None] = {}
+        self.echoes: dict[int, str] = {}  # id(our tensor) → the rid of the judge's tensor of this request it equals
         self.by_key: dict[int, torch.Tensor] = {}  # the judge's storage address → the storage we made for it
 
     # ---- loading
@@ -121,6 +122,12 @@ class Server:
             self.seen.pop(name, None)
             self.grads.pop(name, None)
             self.calls.pop(name, None)
+
+    def _echo(self, t: torch.Tensor) -> dict[str, Any] | None:
+        """How a reply refers to our tensor t that holds the bytes of one the judge sent with the request
+        (``echoes``; ``remote.Link.request``: the judge's copy of its own), instead of its bytes."""
+        rid = self.echoes.get(id(t))
+        return None if rid is None else {"__ref__": rid}
 
     def _resolve(self, desc: dict[str, Any]) -> torch.Tensor:
         t = self.objects.get(desc.get("__ref__"))
@@ -201,7 +208,61 @@ class Server:
         state.establish(threads if isinstance(threads, int) and threads > 0 else None)
         return {}
 
-    def op_construct(self, impl: str, component: str, args: list, kwargs: dict, new: str, device: str) -> dict:
+    def op_build(
+        self, impl: str, component: str, args: list, kwargs: dict, new: str, device: str, to: str | None,
+        dtype: torch.dtype | None, values: dict | None, evaluate: bool,
+    ) -> dict[str, Any]:  # fmt: skip
+        """The judge's build of a module (``remote.Build``) in one request: construct, ``.to``, ``load_state_dict``
+        (strict; where ``values`` are given), ``train(False)`` (where ``evaluate``) — the requests the judge would
+        send one by one, in their order. Each step's outcome (the global settings it changed, measured and restored
+        around it as around a request; what it raised) is reported under ``steps``; the first step that raises,
+        changes a setting, or gives what the judge refuses (not a module; another module from ``.to``) is the last
+        carried out, as the judge would send no other. Then the module's description as it is now (one description
+        instead of one per step); one that raises is the construct step's exception, the first step whose answer
+        described the module. A module the judge will not hold (no description) is dropped."""
+
+        def load() -> dict[str, Any]:
+            self.modules[new].load_state_dict(values, strict=True)
+            return {}
+
+        def evaluated() -> dict[str, Any]:
+            self.modules[new].train(False)
+            return {}
+
+        plan = [lambda: self._construct(impl, component, args, kwargs, new, device), lambda: self._to(new, to, dtype)]
+        plan += [load] if values is not None else []
+        plan += [evaluated] if evaluate else []
+        reply: dict[str, Any] = {"steps": []}
+        for step in plan:
+            before, error, said = state.snapshot(), None, {}
+            try:
+                said = step()
+            except BaseException as exc:  # the step's answer
+                error = _error(exc)
+            after = state.snapshot()
+            changed = state.changes(before, after)
+            if after != before:
+                state.restore(before)
+            reply["steps"].append({"changed": changed, "error": error})
+            reply.update(said)
+            if error or changed or "not_module" in said or said.get("same") is False:
+                break
+        if new in self.modules:
+            try:
+                reply.update(self.describe(new))
+            except BaseException as exc:
+                reply["steps"] = [{**reply["steps"][0], "error": _error(exc)}]
+            for name, d in reply.get("params", {}).items():  # loaded as sent: the judge has these bytes
+                sent = (values or {}).get(name)
+                if sent is not None and id(sent) in self.rids and _echoes(d["tensor"], sent):
+                    self.echoes[id(d["tensor"])] = self.rids[id(sent)]
+        if "modules" not in reply:
+            self.release([new])
+        return reply
+
+    def _construct(self, impl: str, component: str, args: list, kwargs: dict, new: str, device: str) -> dict:
+        """The component constructed (on ``device``: the judge's default), held as ``new``; or what it gave
+        instead of a module (``not_module``)."""
         factory = self.impl(impl).factory(component)
         args, kwargs = [_config(a) for a in args], {k: _config(v) for k, v in kwargs.items()}
         with torch.device(device) if device not in ("cpu", None) else contextlib.nullcontext():
@@ -209,13 +270,19 @@ class Server:
         if not isinstance(module, nn.Module):
             return {"not_module": type(module).__name__}
         self.modules[new] = module
-        return self.describe(new)
+        return {}
 
-    def op_to(self, m: str, device: str | None, dtype: torch.dtype | None) -> dict[str, Any]:
+    def op_construct(self, impl: str, component: str, args: list, kwargs: dict, new: str, device: str) -> dict:
+        return self._construct(impl, component, args, kwargs, new, device) or self.describe(new)
+
+    def _to(self, m: str, device: str | None, dtype: torch.dtype | None) -> dict[str, Any]:
         module = self.modules[m]
         kwargs = {k: v for k, v in (("device", device), ("dtype", dtype)) if v is not None}
-        moved = module.to(**kwargs)
-        return {**self.describe(m), "same": moved is module}
+        return {"same": module.to(**kwargs) is module}
+
+    def op_to(self, m: str, device: str | None, dtype: torch.dtype | None) -> dict[str, Any]:
+        moved = self._to(m, device, dtype)
+        return {**self.describe(m), **moved}
 
     def op_train(self, m: str, mode: bool) -> dict[str, Any]:
         self.modules[m].train(bool(mode))
@@ -321,7 +388,7 @@ class Server:
                 return
             op = header.get("op")
             reply: dict[str, Any] = {"op": op}
-            self.spans = {}
+            self.spans, self.echoes = {}, {}
             self.release(header.get("release") or [])
             try:
                 fields = remote.unpack(
@@ -342,10 +409,28 @@ class Server:
                         if after != before:
                             state.restore(before)
             except BaseException as exc:  # everything the subject raises is its answer
-                reply["error"] = {"type": type(exc).__name__, "message": str(exc)[:2000]}
+                reply["error"] = _error(exc)
             reply["spans"] = self.spans
             bufs_out: list[Any] = []
-            remote.send(self.conn, remote.pack(reply, bufs_out), bufs_out)
+            remote.send(self.conn, remote.pack(reply, bufs_out, self._echo), bufs_out)
+
+
+def _echoes(ours: torch.Tensor, theirs: torch.Tensor) -> bool:
+    """Whether the judge's copy of ``theirs`` (a tensor it sent: a fresh contiguous clone) is exactly the tensor
+    that ``ours``'s bytes would arrive as: the same dtype, shape and bytes, both contiguous with the same strides,
+    ours its whole storage from its start (what :func:`remote.tensor_of` makes of its bytes)."""
+    return (
+        ours.device.type == theirs.device.type == "cpu"
+        and ours.is_contiguous() and theirs.is_contiguous() and ours.stride() == theirs.stride()
+        and ours.storage_offset() == 0
+        and ours.untyped_storage().nbytes() == ours.numel() * ours.element_size()
+        and _same_bytes(ours, theirs)
+    )  # fmt: skip
+
+
+def _error(exc: BaseException) -> dict[str, str]:
+    """An exception as the judge receives it (``remote.raised`` makes the judge's exception of it)."""
+    return {"type": type(exc).__name__, "message": str(exc)[:2000]}
 
 
 def _ptr(t: torch.Tensor) -> int:

@@ -115,6 +115,7 @@ def _framed(header: bytes | dict, tail: bytes = b"") -> bytes:
         (_framed({"op": "read", "nbuf": 1, "sizes": [4]}, b"abcde"), "a frame of"),
         (_framed({"op": "read", "nbuf": 0, "error": 5}), "malformed error"),
         (_framed({"op": "read", "nbuf": 0, "changed": [1]}), "changed"),
+        (_framed({"op": "read", "nbuf": 0, "tensors": [{"__ref__": "j1"}]}), "no tensor of the request"),
     ],
 )
 def test_a_malformed_answer_is_the_subject_s_crash_and_breaks_the_link(frame, said):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from properties.library import remote, state
+from properties.library import harness, remote, state
 from properties.library.context import ContractFailure
 from properties.running.loading import load
 from properties.running.subject_server import Subject
@@ -162,3 +162,57 @@ def test_the_judge_never_imports_the_subject(subject, tmp_path):
     impl = subject("from nanolm_core import RMSNorm\nMARK = 1\n")
     assert not [n for n in sys.modules if Path(getattr(sys.modules[n], "__file__", "") or "").parent == tmp_path]
     assert impl.provided == ("RMSNorm",) and not hasattr(impl.module, "MARK")
+
+
+_STEPS = {  # a subject whose build fails at one step, and how
+    "construct raises": "def __init__(self, *a, **k):\n    raise ValueError('no sizes like these')",
+    "construct is not a module": None,
+    "construct changes a setting": "def __init__(self, *a, **k):\n    super().__init__(*a, **k)\n"
+    "    torch.set_flush_denormal(True)",
+    ".to raises": "def to(self, *a, **k):\n    raise RuntimeError('stays where it is')",
+    ".to gives another module": "def to(self, *a, **k):\n    return nanolm_core.RMSNorm(8)",
+    "load raises a stub": "def load_state_dict(self, *a, **k):\n    raise NotImplementedError('exercise')",
+    "load refuses the keys": "def __init__(self, *a, **k):\n    super().__init__(*a, **k)\n"
+    "    self.gain = self.weight\n    del self.weight",
+    "load changes a setting": "def load_state_dict(self, *a, **k):\n    torch.set_num_threads(3)\n"
+    "    return super().load_state_dict(*a, **k)",
+    "eval raises": "def train(self, mode=True):\n    if not mode:\n        raise TypeError('always training')\n"
+    "    return super().train(mode)",
+    "nothing fails": "pass",
+}
+
+
+def _source(body: str | None) -> str:
+    if body is None:
+        return "def RMSNorm(*a, **k):\n    return 'a norm'\n"
+    return "class RMSNorm(nanolm_core.RMSNorm):\n" + textwrap.indent(body, "    ") + "\n"
+
+
+def _built(impl):
+    """harness.build of RMSNorm(8, eps=0) in fp64 with a weight: what the law sees of the module, or the exception
+    (class, first line); the global settings the subject reported changed; the requests the build took."""
+    mark, link = state.reported(), impl.factory("RMSNorm").link
+    before = link.traffic[0]
+    try:
+        m = harness.build(impl, "RMSNorm", (8,), {"eps": 0.0}, {"weight": torch.full((8,), 2.0)}, torch.float64, "cpu")
+    except BaseException as exc:  # what the law would see
+        return (type(exc).__name__, str(exc).splitlines()[0]), state.reported(mark), link.traffic[0] - before
+    requests = link.traffic[0] - before
+    out = (m.weight.dtype, m.weight.tolist(), m.training, m(torch.ones(1, 8, dtype=torch.float64)).tolist())
+    return out, state.reported(mark), requests
+
+
+@pytest.mark.parametrize("case", list(_STEPS))
+def test_a_build_is_one_request_that_fails_at_the_step_its_steps_one_by_one_fail_at(case, subject, monkeypatch):
+    """harness.build of a module of the subject's process sends one request (remote.Build) and ends as taking the
+    steps one request each (the subject's factory, .to, load_state_dict, eval through RemoteModule) ends: the same
+    module, or the same exception naming the same step, and the same settings reported changed."""
+    impl = subject(_source(_STEPS[case]))
+    merged, changed, requests = _built(impl)
+    monkeypatch.setattr(remote, "Build", harness._Steps)
+    one_by_one = _built(impl)
+    assert (merged, changed) == one_by_one[:2] and requests == 1 <= one_by_one[2]
+    if case == "nothing fails":
+        assert merged == (torch.float64, [2.0] * 8, False, [[2.0] * 8]) and one_by_one[2] == 4
+    else:  # eval is the one step the harness does not guard
+        assert merged[0] in (("TypeError",) if case == "eval raises" else ("ContractFailure", "StubNotImplemented"))
