@@ -18,13 +18,20 @@ subject process (``subject_server.Subject``, as the pytest plugin does), then an
 imported there; each prints the CPU seconds of the judge and of the subject process (Linux: from /proc), the round
 trips and the bytes each way. The ratio of the totals is the boundary's cost in CPU.
 
-Where the cost lies (check --profile ci of the reference, one judge, 252 law runs; cProfile of both processes): a
-request's work is spread thin — JSON, packing and unpacking, the subject's two global-state snapshots (two torch ops
-each), its parameter checks after each step, the byte copies — and a module build is the largest item: construct,
-``.to``, ``load_state_dict``, ``eval`` are 4 round trips (~1.3 ms of CPU over building in process, 2,231 builds);
-13,986 round trips per check (forward 3,566, train 2,277, to 2,258, load_state_dict 2,243, construct 2,231,
-backward 912, one per law to establish the state, read 125, sync 98); ~385 MB each way. One message per frame
-(since 2026-12: the header, then the buffers, in one write) halved the messages (29,367 → 13,986 from the judge).
+Where the cost lies (check --profile ci of the reference, one judge, 256 law runs; cProfile of both processes, the
+bytes by request kind): a request's own work is spread thin — JSON, packing and unpacking, the subject's two
+global-state snapshots, its parameter checks — so the cost goes with the round trips and the bytes. Until
+2026-12-07 a module build was 4 round trips (construct, ``.to``, ``load_state_dict``, ``eval``), each answer
+describing the module again: 14,498 round trips per check (forward 3,746, train 2,349, load_state_dict 2,335, to
+2,326, construct 2,303, backward 916, establish 256, read 125, sync 118), 413 MB sent and 621 MB received, and per
+MB the copies cost most (the frame joined into one message, multiprocessing's reader gathering it in a BytesIO,
+then a copy into each tensor's storage). Since then: a build is one request (``remote.Build``: 2,296 builds;
+7,636 round trips in all), a parameter loaded with exactly the bytes the judge sent comes back as a reference to
+the judge's tensor (received 621 → 242 MB), and a frame is written from the tensors' bytes (``os.writev``) and each
+buffer read into its own fresh storage (an 8 MB in, 8 MB out forward: 14–26 → 7.5–9 ms of CPU, in process 2–4).
+``--cpu`` on the unchanged code, then after, on this 2-core machine shared with other work: 1.54x (45.5 s vs
+29.7 s, load ~2) → 1.20x (57.3 s vs 48.0 s, load 4.7–5.5). Under load 6–9 the ratio is noise (the unchanged code
+1.22x and 1.45x, the new 1.19x and 1.41x); the subject's CPU is the steadier sign: 12.0–12.3 s → 9.7 s at load ~7.
 """
 
 from __future__ import annotations
