@@ -225,3 +225,23 @@ def test_a_pending_entry_whose_law_cannot_run_here_is_as_expected_and_a_must_cat
     must = PITFALLS["mean_subtraction"]
     assert not must.pending
     assert not results.Demo(must, skipped(must.law), skipped(must.law)).ok
+
+
+def test_the_gallery_page_renders_entries_that_could_not_run_here_as_not_run():
+    """``pitfalls --markdown`` without triton: the Triton entries are not in the kill matrix (``Pitfall.missing``),
+    and the page says so per entry — it used to stop with a KeyError after computing the whole matrix."""
+    from properties.gallery import PITFALLS
+    from properties.running.runner import LAWS, LawResult
+
+    def ran(law_id: str) -> LawResult:
+        law = LAWS[law_id]
+        return LawResult(law_id, law.component, fmt(law.dtypes[0]).name, "cpu", "passed")
+
+    absent = next(iter(PITFALLS))
+    present = {n: p for n, p in PITFALLS.items() if n != absent}
+    demos = {n: results.Demo(p, ran(p.law), ran(p.law)) for n, p in present.items()}
+    rows = {n: {i: ran(i) for i, law in LAWS.items() if law.component == p.component} for n, p in present.items()}
+    page = markdown.gallery(results.KillMatrix("ci", demos, rows, {i: ran(i) for i in LAWS}))
+    row = next(line for line in page.splitlines() if line.startswith(f"| 1 | `{absent}` |"))
+    assert "not run here" in row and f"not run here (see the catalogue): {absent}" in page
+    assert not any(line.startswith(f"| `{absent}` |") for line in page.splitlines())  # no kill-matrix row

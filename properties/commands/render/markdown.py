@@ -209,12 +209,14 @@ def gallery(km: KillMatrix) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for i, (name, p) in enumerate(PITFALLS.items(), 1):
-        d = km.demos[name]
-        if d.caught:
+        d = km.demos.get(name)  # None: not run here (written in a package not installed: ``Pitfall.missing``)
+        if d is None:
+            needed = f"not run here: {p.missing or 'not in this run'}"
+        elif d.caught:
             needed = examples_needed(d.result)
         else:
             needed = f"pending ({d.outcome}): {p.pending}" if p.pending else f"NOT CAUGHT: {d.outcome}"
-        ref_status = d.reference.status if d.reference is not None else "not run"
+        ref_status = d.reference.status if d is not None and d.reference is not None else "not run"
         lines.append(
             f"| {i} | `{name}` | {p.kind} | {_escape(p.title)} | `{p.law}` | {p.dtype} | {_escape(needed)} | "
             f"{_evidence(p)} | {ref_status} |"
@@ -232,7 +234,9 @@ def gallery(km: KillMatrix) -> str:
     ]
     for law_id, law in LAWS.items():
         entries = [
-            f"`{n}`" + ("" if km.demos[n].caught else " (pending)") for n, p in PITFALLS.items() if p.law == law_id
+            f"`{n}`" + ("" if n not in km.demos or km.demos[n].caught else " (pending)")
+            for n, p in PITFALLS.items()
+            if p.law == law_id
         ]
         dtypes = ", ".join(fmt(d).name for d in law.dtypes)
         lines.append(f"| `{law_id}` | {dtypes} | {', '.join(entries) or '**none**'} |")
@@ -250,7 +254,7 @@ def gallery(km: KillMatrix) -> str:
         law_ids = [law_id for law_id, law in LAWS.items() if law.component == component]
         if not law_ids:
             continue
-        names = [n for n, p in PITFALLS.items() if p.component == component]
+        names = [n for n, p in PITFALLS.items() if p.component == component and n in km.rows]
         lines += [
             "",
             f"### {component}",
@@ -266,10 +270,12 @@ def gallery(km: KillMatrix) -> str:
         lines.append("| *nanolm_core* | " + " | ".join(kill_cell(km.reference[law_id]) for law_id in law_ids) + " |")
     caught = [n for n, d in km.demos.items() if d.caught]
     pending = [n for n, p in PITFALLS.items() if p.pending and n not in caught]
+    absent = [n for n in PITFALLS if n not in km.demos]
     lines += [
         "",
         f"{len(caught)} of {len(PITFALLS)} entries are caught by their designated law in the `{km.profile}` profile"
         + (f"; pending (known gaps, see the catalogue): {', '.join(pending)}" if pending else "")
+        + (f"; not run here (see the catalogue): {', '.join(absent)}" if absent else "")
         + ".",
         "",
     ]
