@@ -36,7 +36,7 @@ import torch
 
 from properties.library import components
 from properties.library import strategies as S
-from properties.library.assertions import assert_matches_golden, assert_output_matches
+from properties.library.assertions import assert_matches_golden, assert_output_matches, fail
 from properties.library.context import count_examples, current, describe, measure
 from properties.library.families import family, named
 from properties.library.harness import backward
@@ -138,6 +138,8 @@ def _judge_size(rec: components.Component, impl: Implementation, c: S.PathCase, 
     grads = backward(ys, tuple(g.to(device) for g in gs), leaves, component=rec.name)
     expected = rec.vjp(sampled, tuple(_units(g, k, idx) for g in gs), dtype, drawn=True)
     for name, grad in zip(rec.inputs, grads, strict=True):
+        if grad is None:  # the input does not reach the outputs (a cut graph): no gradient to judge is a wrong one
+            fail(f"{rec.name} backward gives no gradient for {name} [{c.name}]")
         gold, b = expected[name]
         assert_matches_golden(_units(grad, k, idx), gold, b, what=f"{_gradient_name(name)} {what}", record=False)
 
