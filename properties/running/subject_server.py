@@ -234,18 +234,16 @@ class Server:
         plan += [evaluated] if evaluate else []
         reply: dict[str, Any] = {"steps": []}
         for step in plan:
-            before, error, said = state.snapshot(), None, {}
-            try:
-                said = step()
-            except BaseException as exc:  # the step's answer
-                error = _error(exc)
-            after = state.snapshot()
-            changed = state.changes(before, after)
-            if after != before:
-                state.restore(before)
-            reply["steps"].append({"changed": changed, "error": error})
+            done: dict[str, Any] = {"error": None}
+            said: dict[str, Any] = {}
+            with _settings_kept(done):
+                try:
+                    said = step()
+                except BaseException as exc:  # the step's answer
+                    done["error"] = _error(exc)
+            reply["steps"].append(done)
             reply.update(said)
-            if error or changed or "not_module" in said or said.get("same") is False:
+            if done["error"] or done["changed"] or "not_module" in said or said.get("same") is False:
                 break
         if new in self.modules:
             try:
@@ -400,14 +398,8 @@ class Server:
                     raise remote.ProtocolError(f"no request {op!r}")
                 inputs = fields.get("inputs") or [None]
                 where = inputs[0].device.type if isinstance(inputs[0], torch.Tensor) else "cpu"
-                with _calling(fields.pop("context", None), where):  # the judge's calling context, then the guard
-                    before = state.snapshot()
-                    try:
-                        reply.update(handler(**fields))
-                    finally:
-                        reply["changed"] = state.changes(before, after := state.snapshot())
-                        if after != before:
-                            state.restore(before)
+                with _calling(fields.pop("context", None), where), _settings_kept(reply):  # context, then guard
+                    reply.update(handler(**fields))
             except BaseException as exc:  # everything the subject raises is its answer
                 reply["error"] = _error(exc)
             reply["spans"] = self.spans
@@ -426,6 +418,19 @@ def _echoes(ours: torch.Tensor, theirs: torch.Tensor) -> bool:
         and ours.untyped_storage().nbytes() == ours.numel() * ours.element_size()
         and _same_bytes(ours, theirs)
     )  # fmt: skip
+
+
+@contextlib.contextmanager
+def _settings_kept(out: dict[str, Any]) -> Any:
+    """The block with the global settings measured around it: what it changed goes to ``out["changed"]`` (also
+    when it raises) and the settings are put back — around a request, and around each step of a build."""
+    before = state.snapshot()
+    try:
+        yield
+    finally:
+        out["changed"] = state.changes(before, after := state.snapshot())
+        if after != before:
+            state.restore(before)
 
 
 def _error(exc: BaseException) -> dict[str, str]:
