@@ -567,7 +567,7 @@ class Subject:
         from properties.running.loading import ImplementationError
 
         ctx = processes.context()
-        mine, theirs = ctx.Pipe()
+        mine, theirs = remote.wire(ctx)
         self._started += 1
         options = _Options(processes.environment(), None, torch.get_num_threads())
         self._proc = ctx.Process(target=main, args=(theirs, self.spec, options, self.log), daemon=True)

@@ -302,7 +302,7 @@ class _Worker:
         judge_log = str(Path(options.tmp) / f"judge-{index}.log")
         self.conn, child = ctx.Pipe()
         if options.boundary:
-            wire_judge, wire_subject = ctx.Pipe()
+            wire_judge, wire_subject = remote.wire(ctx)
             self.subject = ctx.Process(
                 target=subject_server.main, args=(wire_subject, spec, options, self.log), daemon=True
             )
