@@ -123,6 +123,7 @@ def applied(ctx: CallContext, device_type: str = "cpu") -> Iterator[None]:
     names = {"deterministic algorithms": ctx.deterministic, "torch threads": ctx.threads}
     wanted = {s.name: (s, v) for s in state.SETTINGS if (v := names.get(s.name)) is not None}
     before = {name: s.get() for name, (s, _) in wanted.items()}
+    wanted = {name: sv for name, sv in wanted.items() if before[name] != sv[1]}  # (one already so: nothing to do)
     setters = {name: _SETTERS.get(name, s.set) for name, (s, _) in wanted.items()}
     with contextlib.ExitStack() as stack:
         for name, (_, value) in wanted.items():
