@@ -205,10 +205,12 @@ def pack(
         if isinstance(ref, str):
             desc["rid"] = ref
         return desc
-    if isinstance(value, dict):
-        return {str(k): pack(v, bufs, known, storages) for k, v in value.items()}
+    if isinstance(value, dict):  # (a plain value as itself without a call: a frame's leaves are most of its values)
+        return {
+            str(k): v if v is None or type(v) in _PLAIN else pack(v, bufs, known, storages) for k, v in value.items()
+        }
     if isinstance(value, (list, tuple)):
-        return [pack(v, bufs, known, storages) for v in value]
+        return [v if v is None or type(v) in _PLAIN else pack(v, bufs, known, storages) for v in value]
     if isinstance(value, torch.dtype):
         return {"__dtype__": str(value).removeprefix("torch.")}
     if isinstance(value, torch.device):
@@ -302,9 +304,12 @@ def unpack(
             if dtype is None:
                 raise ProtocolError(f"unknown dtype {str(value['__dtype__'])[:40]!r}")
             return dtype
-        return {k: unpack(v, bufs, resolve, made, depth + 1, local) for k, v in value.items()}
+        return {
+            k: v if v is None or type(v) in _PLAIN else unpack(v, bufs, resolve, made, depth + 1, local)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
-        return [unpack(v, bufs, resolve, made, depth + 1, local) for v in value]
+        return [v if v is None or type(v) in _PLAIN else unpack(v, bufs, resolve, made, depth + 1, local) for v in value]
     return value
 
 
