@@ -233,10 +233,11 @@ class Server:
         plan += [load] if values is not None else []
         plan += [evaluated] if evaluate else []
         reply: dict[str, Any] = {"steps": []}
+        before = state.snapshot()  # (each step but the last leaves the settings as they were: one snapshot for all)
         for step in plan:
             done: dict[str, Any] = {"error": None}
             said: dict[str, Any] = {}
-            with _settings_kept(done):
+            with _settings_kept(done, before):
                 try:
                     said = step()
                 except BaseException as exc:  # the step's answer
@@ -421,10 +422,11 @@ def _echoes(ours: torch.Tensor, theirs: torch.Tensor) -> bool:
 
 
 @contextlib.contextmanager
-def _settings_kept(out: dict[str, Any]) -> Any:
+def _settings_kept(out: dict[str, Any], before: dict[str, Any] | None = None) -> Any:
     """The block with the global settings measured around it: what it changed goes to ``out["changed"]`` (also
-    when it raises) and the settings are put back — around a request, and around each step of a build."""
-    before = state.snapshot()
+    when it raises) and the settings are put back — around a request, and around each step of a build. ``before``:
+    the settings as they are now, where the caller has them."""
+    before = state.snapshot() if before is None else before
     try:
         yield
     finally:
