@@ -61,10 +61,7 @@ def guard(step: str, fn: Callable[[], Any], cause: str) -> Any:
     except Exception as exc:  # (one raised in the subject's process carries the subject's name for it)
         fail(f"{step} raised {getattr(exc, 'remote_type', type(exc).__name__)}: {exc}", cause)
     finally:
-        after = state.snapshot()
-        changed = state.changes(before, after) + state.reported(mark)
-        if after != before:
-            state.restore(before)
+        changed = state.put_back(before) + state.reported(mark)
     if changed:
         fail(f"{step} changed torch's global state: {'; '.join(changed)} (restored)", "contract")
     return out

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["SETTINGS", "Setting", "changes", "establish", "report", "reported", "restore", "snapshot"]
+__all__ = ["SETTINGS", "Setting", "changes", "establish", "put_back", "report", "reported", "restore", "snapshot"]
 
 
 _SUBNORMAL = torch.tensor(2.0**-1070, dtype=torch.float64, device="cpu")
@@ -26,10 +26,14 @@ _SUBNORMAL = torch.tensor(2.0**-1070, dtype=torch.float64, device="cpu")
 _CPU = torch.device("cpu")
 
 
+_MODES = getattr(torch._C, "_len_torch_function_stack", None)  # (private: a torch without them reads it in full)
+_GLOBAL_DEVICE = getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None)
+
+
 def _default_device() -> torch.device:
     """``torch.get_default_device()``, read without its cost (≈ 4 µs, a quarter of a snapshot) where nothing set a
     default device: no function mode (``with torch.device(…)``, ``set_default_device`` push one) and no global one."""
-    if torch._C._len_torch_function_stack() or getattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context", None):
+    if _MODES is None or _GLOBAL_DEVICE is None or _MODES() or getattr(_GLOBAL_DEVICE, "device_context", None):
         return torch.get_default_device()
     return _CPU
 
@@ -106,6 +110,17 @@ def restore(values: Mapping[str, Any]) -> None:
     for s in SETTINGS:
         if now[s.name] != values[s.name]:
             s.set(values[s.name])
+
+
+def put_back(before: Mapping[str, Any]) -> list[str]:
+    """What changed since the snapshot ``before`` (:func:`changes`), every setting then put back to it — the end of
+    each guard: around a call into the subject, a request in the subject's process, an import."""
+    after = snapshot()
+    if after == before:
+        return []
+    changed = changes(before, after)
+    restore(before)
+    return changed
 
 
 def establish(threads: int | None = None) -> dict[str, Any]:

@@ -181,8 +181,7 @@ def load(spec: str | None = None) -> Implementation:
     except (Exception, SystemExit) as exc:  # the user's module raised (or exited) while importing
         raise ImplementationError(f"importing implementation {spec!r} failed: {type(exc).__name__}: {exc}") from exc
     finally:
-        effects = _IMPORT_EFFECTS.setdefault(target, tuple(state.changes(before)))
-        state.restore(before)
+        effects = _IMPORT_EFFECTS.setdefault(target, tuple(state.put_back(before)))
     impl = Implementation(spec, module, effects)
     if not impl.provided:
         raise ImplementationError(

@@ -430,9 +430,7 @@ def _settings_kept(out: dict[str, Any], before: dict[str, Any] | None = None) ->
     try:
         yield
     finally:
-        out["changed"] = state.changes(before, after := state.snapshot())
-        if after != before:
-            state.restore(before)
+        out["changed"] = state.put_back(before)
 
 
 def _error(exc: BaseException) -> dict[str, str]:
