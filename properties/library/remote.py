@@ -309,7 +309,9 @@ def unpack(
             for k, v in value.items()
         }
     if isinstance(value, list):
-        return [v if v is None or type(v) in _PLAIN else unpack(v, bufs, resolve, made, depth + 1, local) for v in value]
+        return [
+            v if v is None or type(v) in _PLAIN else unpack(v, bufs, resolve, made, depth + 1, local) for v in value
+        ]
     return value
 
 
@@ -323,13 +325,9 @@ def wire(ctx: Any) -> tuple[Connection, Connection]:
     buffers 2.8 and 1.8)."""
     a, b = ctx.Pipe()
     for end in (a, b):
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            sock = socket.socket(fileno=os.dup(end.fileno()))
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _WIRE_BUFFER)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _WIRE_BUFFER)
-            finally:
-                sock.close()
+        with contextlib.suppress(OSError, ValueError, AttributeError), socket.socket(fileno=os.dup(end.fileno())) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _WIRE_BUFFER)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _WIRE_BUFFER)
     return a, b
 
 
